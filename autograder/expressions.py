@@ -1,0 +1,92 @@
+"""Expressions written once, evaluated on the learner's Value and on the grader's own floats."""
+
+from __future__ import annotations
+
+import functools
+import math
+import textwrap
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+
+class Num(float):
+    """The grader's plain float, with the Value methods an expression may call (tanh, exp)."""
+
+    def _wrap(self, x: float) -> Num:
+        return Num(x)
+
+    def __add__(self, o: float) -> Num:
+        return Num(float(self) + float(o))
+
+    __radd__ = __add__
+
+    def __mul__(self, o: float) -> Num:
+        return Num(float(self) * float(o))
+
+    __rmul__ = __mul__
+
+    def __sub__(self, o: float) -> Num:
+        return Num(float(self) - float(o))
+
+    def __rsub__(self, o: float) -> Num:
+        return Num(float(o) - float(self))
+
+    def __truediv__(self, o: float) -> Num:
+        return Num(float(self) / float(o))
+
+    def __rtruediv__(self, o: float) -> Num:
+        return Num(float(o) / float(self))
+
+    def __pow__(self, k: float) -> Num:
+        return Num(float(self) ** float(k))
+
+    def __neg__(self) -> Num:
+        return Num(-float(self))
+
+    def tanh(self) -> Num:
+        return Num(math.tanh(float(self)))
+
+    def exp(self) -> Num:
+        return Num(math.exp(float(self)))
+
+
+@dataclass(frozen=True)
+class Expr:
+    """A small graph: statements over the leaves, the last one assigning `out`."""
+
+    params: tuple[str, ...]
+    body: str
+    upstream: float = 1.0  # the output is multiplied by this, so out.grad upstream is not 1
+    exact: Callable[..., Sequence[float]] | None = field(default=None, compare=False)
+    low: float = 0.3
+    high: float = 2.5
+    tied: bool = False  # every leaf gets the same data (distinct nodes, equal values)
+
+    @property
+    def source(self) -> str:
+        """The statements, with the upstream factor applied to `out`."""
+        src = self.body if "out =" in self.body else f"out = {self.body}"
+        if self.upstream != 1.0:
+            src += f"\nout = out * {self.upstream!r}"
+        return src
+
+    @functools.cached_property
+    def function(self) -> Callable[..., object]:
+        """The expression as a Python function of its leaves."""
+        code = f"def _f({', '.join(self.params)}):\n{textwrap.indent(self.source, '    ')}\n    return out\n"
+        scope: dict[str, object] = {}
+        exec(compile(code, f"<expression {self.body!r}>", "exec"), scope)
+        return scope["_f"]  # type: ignore[return-value]
+
+    def reference(self, *xs: float) -> float:
+        """The grader's own float value of the expression."""
+        return float(self.function(*(Num(x) for x in xs)))
+
+    def repro(self, inputs: Sequence[float], expected: Sequence[float] | None = None) -> str:
+        """Lines a learner can paste to rebuild this graph and print its gradients."""
+        leaves = "; ".join(f"{p} = Value({x!r})" for p, x in zip(self.params, inputs))
+        grads = ", ".join(f"{p}.grad" for p in self.params)
+        lines = [leaves, *self.source.splitlines(), "out.backward()", f"print(out.data, {grads})"]
+        if expected is not None:
+            lines[-1] += "  # expected grads: " + ", ".join(f"{g:.6g}" for g in expected)
+        return "\n".join(lines)

@@ -1,0 +1,107 @@
+"""Import a learner's definitions from a .py file or from a notebook's definition cells."""
+
+from __future__ import annotations
+
+import ast
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import nbformat
+
+from .safe import captured_output, describe, time_limit
+
+SKIP_TAGS = frozenset({"demo", "plot", "test", "skip-import"})
+
+
+class UnreadableFile(Exception):
+    """The path is missing, not a .py file or notebook, or cannot be parsed; the message is one line."""
+
+
+@dataclass
+class Loaded:
+    """A learner namespace and what went wrong while building it."""
+
+    namespace: dict[str, Any]
+    problems: list[str] = field(default_factory=list)
+
+
+def calls_check(source: str) -> bool:
+    """True when the code calls `check(...)`: a test cell, not a definition."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return False
+    return any(
+        isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "check"
+        for node in ast.walk(tree)
+    )
+
+
+def strip_magics(source: str) -> str:
+    """Drop IPython magics and shell escapes, which plain Python cannot run."""
+    return "\n".join(ln for ln in source.splitlines() if not ln.lstrip().startswith(("%", "!")))
+
+
+def is_definition_cell(cell: Any) -> bool:
+    """Solution and set-up cells count; grade cells, check cells, demos and plots do not."""
+    if cell.get("cell_type") != "code":
+        return False
+    meta = cell.get("metadata", {})
+    nb = meta.get("nbgrader", {})
+    if nb.get("grade") and not nb.get("solution"):
+        return False
+    if SKIP_TAGS & set(meta.get("tags", [])):
+        return False
+    return not calls_check(cell.get("source", ""))
+
+
+def definition_sources(path: Path) -> list[tuple[str, str]]:
+    """(label, code) for each part of the file to execute, in order."""
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except FileNotFoundError:
+        raise UnreadableFile(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise UnreadableFile(f"{path}: is a directory, expected a .py file or a notebook") from None
+    except UnicodeDecodeError as exc:
+        raise UnreadableFile(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except OSError as exc:
+        raise UnreadableFile(f"{path}: cannot read ({exc.strerror})") from None
+    if path.suffix == ".py":
+        return [(str(path), text)]
+    if path.suffix != ".ipynb":
+        raise UnreadableFile(f"{path}: expected a .py file or an .ipynb notebook")
+    try:
+        nb = nbformat.reads(text, as_version=4)
+    except Exception as exc:
+        raise UnreadableFile(f"{path}: not a readable notebook ({type(exc).__name__})") from None
+    cells = nb.get("cells")
+    if not isinstance(cells, list):
+        raise UnreadableFile(f"{path}: not a notebook (no cells)")
+    return [
+        (f"cell {i + 1}", strip_magics(cell.get("source", "")))
+        for i, cell in enumerate(cells)
+        if isinstance(cell, dict) and is_definition_cell(cell)
+    ]
+
+
+def load(path: str | os.PathLike[str], cell_timeout: float = 60.0) -> Loaded:
+    """Execute the definitions of PATH in a fresh namespace; a failing part is recorded, not fatal."""
+    p = Path(path)
+    loaded = Loaded({"__name__": "__learner__", "__file__": str(p)})
+    for label, code in definition_sources(p):
+        try:
+            compiled = compile(code, str(p) if label == str(p) else f"{p} ({label})", "exec")
+        except SyntaxError as exc:
+            loaded.problems.append(f"{label}: SyntaxError at line {exc.lineno}: {exc.msg}")
+            continue
+        try:
+            with captured_output(), time_limit(cell_timeout):
+                exec(compiled, loaded.namespace)
+        except NotImplementedError:
+            loaded.problems.append(f"{label}: raises NotImplementedError (not done yet)")
+        except (Exception, SystemExit) as exc:
+            loaded.problems.append(f"{label}: {describe(exc)}")
+    return loaded

@@ -1,0 +1,77 @@
+"""The grader's own plain-float MLP: forward, mean squared error and gradient descent."""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Sequence
+
+from .numeric import gradient
+
+
+def parameter_count(nin: int, nouts: Sequence[int]) -> int:
+    """Weights and biases of an MLP(nin, nouts)."""
+    sizes = [nin, *nouts]
+    return sum((sizes[i] + 1) * sizes[i + 1] for i in range(len(nouts)))
+
+
+def random_weights(rng: random.Random, nin: int, nouts: Sequence[int]) -> list[float]:
+    """Small weights, so every tanh argument stays well inside +-2.5."""
+    return [round(rng.uniform(-0.6, 0.6), 3) for _ in range(parameter_count(nin, nouts))]
+
+
+def forward(
+    weights: Sequence[float],
+    nin: int,
+    nouts: Sequence[int],
+    x: Sequence[float],
+    bias_first: bool = False,
+    activation: bool = True,
+) -> list[float]:
+    """The outputs of tanh layers whose parameters are listed layer by layer, neuron by neuron, weights then bias."""
+    it = iter(weights)
+    act = list(x)
+    for nout in nouts:
+        nxt = []
+        for _ in range(nout):
+            if bias_first:
+                b = next(it)
+                w = [next(it) for _ in act]
+            else:
+                w = [next(it) for _ in act]
+                b = next(it)
+            z = sum((wi * xi for wi, xi in zip(w, act)), b)
+            nxt.append(math.tanh(z) if activation else z)
+        act = nxt
+    return act
+
+
+def mse(weights: Sequence[float], nin: int, nouts: Sequence[int], xs: Sequence[Sequence[float]], ys: Sequence[float]) -> float:
+    """Mean of squared errors of a one-output MLP."""
+    return sum((forward(weights, nin, nouts, x)[0] - y) ** 2 for x, y in zip(xs, ys)) / len(xs)
+
+
+def descend(
+    nin: int,
+    nouts: Sequence[int],
+    weights: Sequence[float],
+    xs: Sequence[Sequence[float]],
+    ys: Sequence[float],
+    steps: int,
+    lr: float,
+    mistake: str | None = None,
+) -> list[float]:
+    """Losses recorded by plain gradient descent (or by one of the known wrong versions of it)."""
+    w = list(weights)
+    acc = [0.0] * len(w)
+    losses = []
+    for _ in range(steps):
+        loss = mse(w, nin, nouts, xs, ys)
+        g = [e.value for e in gradient(lambda *p: mse(p, nin, nouts, xs, ys), w)]
+        if mistake == "no_zero_grad":
+            acc = [a + gi for a, gi in zip(acc, g)]
+            g = acc
+        sign = 1.0 if mistake == "ascent" else -1.0
+        w = [wi + sign * lr * gi for wi, gi in zip(w, g)]
+        losses.append(mse(w, nin, nouts, xs, ys) if mistake == "record_after" else loss)
+    return losses

@@ -1,0 +1,38 @@
+"""`check(...)`: what a notebook's check cells call, printing ✓ or a diagnosis."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+from . import catalog
+from .check import CheckResult, run_checks
+from .report import result_lines
+
+
+class CheckFailed(AssertionError):
+    """Some check failed; shown in Jupyter as the diagnosis alone, without a traceback."""
+
+    def __init__(self, results: list[CheckResult]) -> None:
+        self.results = results
+        failed = [r for r in results if not r.passed]
+        super().__init__(f"{len(failed)} of {len(results)} checks failed: {', '.join(r.name for r in failed)}")
+
+    def _render_traceback_(self) -> list[str]:
+        # IPython calls this instead of formatting a traceback.
+        return [f"CheckFailed: {self}", "(the diagnosis is printed above)"]
+
+
+def check(*names: str, hidden: bool = False, ns: Mapping[str, Any] | None = None) -> None:
+    """Run the named catalog checks on the caller's definitions; print ✓ lines, raise CheckFailed on any ✗."""
+    if ns is None:
+        ns = sys._getframe(1).f_globals
+    results = run_checks([catalog.get(n) for n in names], ns, hidden=hidden)
+    for r in results:
+        if hidden and r.passed:
+            print(f"✓ {r.name} (hidden inputs)")
+        else:
+            print("\n".join(result_lines(r)))
+    if not all(r.passed for r in results):
+        raise CheckFailed(results)

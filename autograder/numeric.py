@@ -1,0 +1,82 @@
+"""Numerical truth: derivatives of the grader's own plain-float expressions, and the tolerance."""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+# Relative step for the coarse central difference; Richardson halves it once.
+# Around 1e-3 the truncation error after one Richardson step (~h^4) and the
+# rounding error (~eps/h) are both near 1e-13 for the smooth functions we check.
+STEP = 1e-3
+# If the two central differences disagree by more than this (relative), the
+# estimate is not trustworthy at this input (kink, overflow, cancellation).
+UNRELIABLE = 1e-6
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A numerical derivative and how far it may be off."""
+
+    value: float
+    error: float
+
+    @property
+    def reliable(self) -> bool:
+        """True when the estimate is finite and its two step sizes agree."""
+        return math.isfinite(self.value) and self.error <= UNRELIABLE * max(1.0, abs(self.value))
+
+
+def central_difference(f: Callable[..., float], xs: Sequence[float], i: int, h: float) -> float:
+    """Central difference of f along input i with absolute step h."""
+    up = list(xs)
+    down = list(xs)
+    up[i] = xs[i] + h
+    down[i] = xs[i] - h
+    return (float(f(*up)) - float(f(*down))) / (2.0 * h)
+
+
+def partial_derivative(f: Callable[..., float], xs: Sequence[float], i: int) -> Estimate:
+    """df/dx_i by central differences with a relative step and one Richardson step."""
+    h = STEP * max(1.0, abs(xs[i]))
+    try:
+        coarse = central_difference(f, xs, i, h)
+        fine = central_difference(f, xs, i, h / 2.0)
+    except (OverflowError, ZeroDivisionError, ValueError):
+        return Estimate(math.nan, math.inf)
+    value = (4.0 * fine - coarse) / 3.0
+    return Estimate(value, abs(fine - coarse))
+
+
+def gradient(f: Callable[..., float], xs: Sequence[float]) -> list[Estimate]:
+    """All partial derivatives of f at xs."""
+    return [partial_derivative(f, xs, i) for i in range(len(xs))]
+
+
+def grad_close(got: float, expected: float, scale: float, rtol: float, atol: float) -> bool:
+    """|g - n| <= atol * max(1, |f|) + rtol * max(|g|, |n|), false for any non-finite number."""
+    if not (math.isfinite(got) and math.isfinite(expected)):
+        return False
+    return abs(got - expected) <= atol * max(1.0, abs(scale)) + rtol * max(abs(got), abs(expected))
+
+
+def value_close(got: float, expected: float, rtol: float = 1e-9) -> bool:
+    """A forward value matches at a tight relative tolerance."""
+    if not (math.isfinite(got) and math.isfinite(expected)):
+        return False
+    return abs(got - expected) <= rtol * max(1.0, abs(expected))
+
+
+def generic_inputs(rng: random.Random, n: int, low: float = 0.3, high: float = 2.5) -> list[float]:
+    """n distinct, non-zero inputs with magnitudes in [low, high], away from +-1 and each other."""
+    xs: list[float] = []
+    while len(xs) < n:
+        x = round(rng.uniform(low, high), 3) * rng.choice((-1.0, 1.0))
+        if abs(abs(x) - 1.0) < 0.05:
+            continue
+        if any(abs(abs(x) - abs(y)) < 0.05 for y in xs):
+            continue
+        xs.append(x)
+    return xs

@@ -1,0 +1,104 @@
+"""Reading learner objects without trusting them: numbers, time limits, captured output."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import math
+import numbers
+import signal
+import threading
+from collections.abc import Iterator
+
+
+class LearnerError(Exception):
+    """Learner code misbehaved; the message says how, in words meant for the learner."""
+
+
+class LearnerTimeout(LearnerError):
+    """Learner code ran past the per-check time limit."""
+
+
+def read_number(obj: object, what: str) -> float:
+    """`obj` as a plain float, or LearnerError naming `what` when it is not a real number."""
+    if isinstance(obj, bool):
+        raise LearnerError(f"{what} is a bool ({obj!r}), expected a number")
+    if isinstance(obj, float):
+        # float.__float__ reads the stored double, whatever a subclass overrides.
+        value = float.__float__(obj)
+    elif isinstance(obj, int):
+        try:
+            value = float(int.__index__(obj))
+        except OverflowError:
+            value = math.inf
+    elif isinstance(obj, numbers.Real):
+        try:
+            value = float(obj)
+        except Exception as exc:
+            raise LearnerError(f"{what} could not be read as a number: {describe(exc)}") from None
+    else:
+        raise LearnerError(f"{what} is a {type(obj).__name__} ({short_repr(obj)}), expected a number")
+    if type(value) is not float:  # pragma: no cover - float() guarantees it; kept as the contract
+        raise LearnerError(f"{what} did not convert to a plain float")
+    return value
+
+
+def short_repr(obj: object, limit: int = 60) -> str:
+    """repr() of a learner object that cannot raise, loop long or flood the message."""
+    try:
+        text = object.__repr__(obj) if type(obj).__repr__ is not object.__repr__ else repr(obj)
+    except Exception:
+        text = f"<{type(obj).__name__}>"
+    text = str.__str__(text) if isinstance(text, str) else f"<{type(obj).__name__}>"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def describe(exc: BaseException) -> str:
+    """`TypeName: message`, safe against exceptions whose str() raises."""
+    try:
+        msg = str(exc)
+    except Exception:
+        msg = ""
+    name = type(exc).__name__
+    return f"{name}: {msg[:300]}" if msg else name
+
+
+@contextlib.contextmanager
+def time_limit(seconds: float) -> Iterator[None]:
+    """Raise LearnerTimeout in the main thread after `seconds` (no limit off the main thread)."""
+    if seconds <= 0 or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def on_alarm(signum: int, frame: object) -> None:
+        raise LearnerTimeout(f"did not finish within {seconds:g} s (an infinite loop?)")
+
+    previous = signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+class _Sink(io.StringIO):
+    """A stream that keeps only its first `limit` characters."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__()
+        self.limit = limit
+
+    def write(self, s: str) -> int:
+        room = self.limit - self.tell()
+        if room > 0:
+            super().write(str(s)[:room])
+        return len(s) if isinstance(s, str) else 0
+
+
+@contextlib.contextmanager
+def captured_output(limit: int = 10_000) -> Iterator[_Sink]:
+    """Swallow stdout and stderr of learner code (bounded), so a check cell prints only its verdict."""
+    sink = _Sink(limit)
+    with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
+        yield sink

@@ -1,0 +1,45 @@
+"""The grader's own settings, as traitlets classes that `grading_config.py` configures."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from traitlets import Float, Int
+from traitlets.config import Config, Configurable
+from traitlets.config.loader import PyFileConfigLoader
+
+
+class Tolerance(Configurable):
+    """How close the learner's numbers must be to the grader's."""
+
+    rtol = Float(1e-5, help="Relative tolerance of a gradient.").tag(config=True)
+    atol = Float(1e-6, help="Absolute tolerance of a gradient, scaled by max(1, |f|).").tag(config=True)
+    forward_rtol = Float(1e-9, help="Relative tolerance of a forward value.").tag(config=True)
+
+
+class Limits(Configurable):
+    """Bounds on learner code, so a runaway submission cannot stall grading."""
+
+    check_timeout = Float(10.0, help="Seconds one check may spend in learner code.").tag(config=True)
+    cell_timeout = Float(60.0, help="Seconds one notebook cell may run while grading.").tag(config=True)
+    notebook_timeout = Float(300.0, help="Seconds one whole notebook may run while grading.").tag(config=True)
+    memory_mb = Int(2048, help="Address-space cap of a grading worker, in MiB.").tag(config=True)
+    output_bytes = Int(1_000_000, help="Output kept per cell while grading; the rest is dropped.").tag(config=True)
+
+
+class BatchGrading(Configurable):
+    """How `python -m autograder grade` runs."""
+
+    jobs = Int(0, help="Parallel grading workers; 0 means one per CPU.").tag(config=True)
+
+
+def load_config(path: str | os.PathLike[str] | None = None) -> Config:
+    """Read a traitlets config file (default: $AUTOGRADER_CONFIG, else no file)."""
+    path = path or os.environ.get("AUTOGRADER_CONFIG")
+    if not path:
+        return Config()
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"config file not found: {p}")
+    return PyFileConfigLoader(p.name, path=str(p.parent.resolve())).load_config()
