@@ -44,13 +44,11 @@ def test_every_grade_cell_scores_as_plain_nbgrader_autograde(courses):
     assert ours == plain
 
 
-def test_stderr_warning_keeps_its_points_here_but_not_in_plain_nbgrader(courses):
-    plain = gc.grade_cells(courses["plain"], ["stderr_warning"])
+def test_stderr_warning_keeps_its_points_in_our_grader(courses):
     ours = gc.grade_cells(courses["ours"], ["stderr_warning"])
     assert sum(ours.values()) == 7
-    # nbgrader zeroes a grade cell with any stderr output (the kernel forwards fd-level writes a little late,
-    # so which of the two engine cells loses its points varies)
-    assert sum(v or 0 for v in plain.values()) < 7
+    # Plain nbgrader zeroes a grade cell with any stderr output; whether the kernel forwards this fd-level write
+    # while the grade cell still runs is a matter of timing (seen both ways), so its score is not asserted here.
 
 
 def test_truncated_notebook_gets_zero_with_a_reason_and_the_rest_is_graded(courses):
@@ -75,15 +73,15 @@ def test_feedback_html_shows_each_check_message_and_never_hidden_test_source(cou
     assert "✗ mul_backward" in bad and "expected" in bad
     assert "could not be graded" in broken and "not valid JSON" in broken
     for html in (good, bad, broken):
-        assert "backward_topological_order" not in html  # only named in the hidden tests
-        assert not re.search(r'check\(.{0,40}hidden=True', html)
+        assert "hidden=True" not in html and "BEGIN HIDDEN TESTS" not in html
+        assert not re.search(r"check\((&quot;|\")backward_topological_order", html)  # a hidden test's source
 
 
 def test_plain_nbgrader_feedback_would_show_the_hidden_tests(courses):
     plain = courses["plain"]
     gc.nbgrader(plain, "generate_feedback", gc.ASSIGNMENT, "--force", "--student", "correct_a")
     html = (plain / "feedback" / "correct_a" / gc.ASSIGNMENT / f"{gc.NOTEBOOK}.html").read_text()
-    assert "backward_topological_order" in html  # why ours redacts them in the autograded notebook
+    assert "BEGIN HIDDEN TESTS" in html  # why ours redacts them in the autograded notebook
 
 
 def test_nbgrader_export_writes_our_grades_to_csv(courses):
