@@ -58,7 +58,8 @@ def _number(x: Any) -> str:
     try:
         return f"{float(x):.4f}"
     except Exception:
-        return short_repr(x, 20)
+        text = str.__repr__(x) if isinstance(x, str) else short_repr(x, 20)
+        return text if len(text) <= 20 else text[:17] + "..."
 
 
 def _children(node: Any) -> list[Any]:
