@@ -49,8 +49,8 @@ def summary(*names: str, ns: dict[str, Any] | None = None) -> None:
 # ---------------------------------------------------------------- the expression graph picture
 
 MAX_NODES = 300
-BOX_W, BOX_H, OP_R = 150, 54, 18
-GAP, ROW_H, PAD = 44, 70, 12
+BOX_W, BOX_H, OP_R = 132, 54, 18
+GAP, ROW_H, PAD = 36, 66, 12
 
 
 def _number(x: Any) -> str:
