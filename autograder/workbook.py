@@ -75,6 +75,7 @@ class _Box:
     kind: str  # "value" or "op"
     text: list[str]
     depth: int = 0
+    row: int = 0
     x: float = 0.0
     y: float = 0.0
 
@@ -178,6 +179,7 @@ def _layout(root: Any) -> tuple[dict[str, _Box], list[tuple[str, str]]]:
         col = columns.get(d, [])
         col.sort(key=lambda b: sum(boxes[c].y for c in outgoing[b.key]) / max(1, len(outgoing[b.key])))
         for row, b in enumerate(col):
+            b.row = row
             b.x = xs[d] + (widths[d] - b.width) / 2
             b.y = PAD + row * ROW_H + (BOX_H - b.height) / 2
     return boxes, edges
@@ -196,9 +198,17 @@ def draw_graph(root: Any) -> GraphPicture:
     ]
     for a, b in edges:
         (x1, y1), (x2, y2) = boxes[a].right(), boxes[b].left()
-        mid = (x1 + x2) / 2
-        out.append(f'<path class="edge" data-from="{a}" data-to="{b}" d="M {x1:.1f} {y1:.1f} C {mid:.1f} {y1:.1f} '
-                   f'{mid:.1f} {y2:.1f} {x2:.1f} {y2:.1f}" fill="none" stroke="#555" marker-end="url(#arrow)"/>')
+        if boxes[a].depth - boxes[b].depth > 1:
+            # Skips a column: run along the free lane under the source's row, not through the boxes between.
+            lane = PAD + boxes[a].row * ROW_H + BOX_H + (ROW_H - BOX_H) / 2
+            r = GAP / 2
+            d = (f"M {x1:.1f} {y1:.1f} C {x1 + r:.1f} {y1:.1f} {x1 + r:.1f} {lane:.1f} {x1 + GAP:.1f} {lane:.1f} "
+                 f"L {x2 - GAP:.1f} {lane:.1f} C {x2 - r:.1f} {lane:.1f} {x2 - r:.1f} {y2:.1f} {x2:.1f} {y2:.1f}")
+        else:
+            mid = (x1 + x2) / 2
+            d = f"M {x1:.1f} {y1:.1f} C {mid:.1f} {y1:.1f} {mid:.1f} {y2:.1f} {x2:.1f} {y2:.1f}"
+        out.append(f'<path class="edge" data-from="{a}" data-to="{b}" d="{d}" fill="none" stroke="#555" '
+                   'marker-end="url(#arrow)"/>')
     for b in boxes.values():
         if b.kind == "value":
             out.append(f'<g class="value" id="{b.key}">')

@@ -36,7 +36,7 @@ def parse(svg: str) -> tuple[dict[str, tuple[list[str], tuple[float, float, floa
             ops[g.get("id")] = (texts[0], (float(c.get("cx")), float(c.get("cy")), float(c.get("r"))))
     for p in root.iter(f"{SVG}path"):
         if p.get("class") == "edge":
-            nums = [float(t) for t in p.get("d").replace("M", " ").replace("C", " ").split()]
+            nums = [float(t) for t in p.get("d").split() if t not in ("M", "C", "L")]
             edges.append((p.get("data-from"), p.get("data-to"), (nums[0], nums[1]), (nums[-2], nums[-1])))
     return values, ops, edges
 
