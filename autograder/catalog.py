@@ -132,8 +132,8 @@ def _where(expr: Expr, xs: Sequence[float]) -> str:
     return f"`{src}` at {args}"
 
 
-def _repro_block(expr: Expr, xs: Sequence[float], expected: Sequence[float] | None = None) -> str:
-    lines = expr.repro(xs, expected).splitlines()
+def _repro_block(expr: Expr, xs: Sequence[float], expected: Sequence[float] | None = None, backward: bool = True) -> str:
+    lines = expr.repro(xs, expected, backward).splitlines()
     return "\n  reproduce:\n" + "\n".join("    " + ln for ln in lines)
 
 
@@ -191,11 +191,11 @@ def judge_expression(case: Case, obs: Observation, tol: Tolerance) -> str | None
     expr = EXPRESSIONS[case["expr"]]
     xs = case["inputs"]
     if "error" in obs:
-        return f"{obs['error']}\n  while computing {_where(expr, xs)}" + _repro_block(expr, xs)
+        return f"{obs['error']}\n  while computing {_where(expr, xs)}" + _repro_block(expr, xs, backward=case["backward"])
     ref = expr.reference(*xs)
     if not value_close(obs["data"], ref, tol.forward_rtol):
         return (f"forward value of {_where(expr, xs)}: expected {ref:.10g}, got {obs['data']:.10g}"
-                + _repro_block(expr, xs))
+                + _repro_block(expr, xs, backward=case["backward"]))
     if not case["backward"]:
         return None
     if not grad_close(obs["root_grad"], 1.0, 1.0, tol.rtol, tol.atol):

@@ -123,3 +123,16 @@ def test_grads_of_wants_fresh_values_on_every_call(ref):
     assert not bad.passed and "second call" in bad.message
     short = outcome("grads_of", {"Value": ref.Value, "grads_of": lambda f, xs: good(f, xs)[:1]})
     assert not short.passed and "one gradient per input" in short.message
+
+
+def test_forward_only_diagnosis_reproduces_without_backward():
+    # Notebook 2's Value has no backward() yet: its repro lines must not call it.
+    class Value:
+        def __init__(self, data, _children=(), _op=""):
+            self.data = data
+
+        def __add__(self, other):
+            return Value(self.data - other.data)
+
+    bad = outcome("add_forward", {"Value": Value})
+    assert not bad.passed and "reproduce:" in bad.message and "backward" not in bad.message
