@@ -136,3 +136,18 @@ def test_forward_only_diagnosis_reproduces_without_backward():
 
     bad = outcome("add_forward", {"Value": Value})
     assert not bad.passed and "reproduce:" in bad.message and "backward" not in bad.message
+
+
+def test_plots_work_headless_and_return_figures_outside_jupyter(capsys):
+    from autograder.workbook import plot_decision_boundary, plot_loss
+
+    class Out:
+        def __init__(self, data):
+            self.data = data
+
+    xs, ys = make_moons(20, seed=1)
+    fig = plot_loss([1.0, 0.5, 0.01], "loss")
+    assert fig.axes[0].get_yscale() == "log" and len(fig.axes[0].lines[0].get_xdata()) == 3
+    fig = plot_decision_boundary(lambda p: Out(p[1] - 0.2), xs, ys, resolution=6)
+    assert fig.axes[0].collections  # the shaded regions and the scattered examples
+    assert capsys.readouterr().err == ""
