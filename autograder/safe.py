@@ -19,6 +19,49 @@ class LearnerTimeout(LearnerError):
     """Learner code ran past the per-check time limit."""
 
 
+# What read_number caught lying (for the batch grader's flags); bounded, drained by whoever reports it.
+SUSPICIONS: list[str] = []
+
+
+class _Unrelated:
+    """A fresh object nothing honest compares equal to."""
+
+    __slots__ = ()
+
+
+def lie(obj: object, value: float | None) -> str | None:
+    """How `obj` (read as `value`) lies about being that number, or None: equal to anything, or a false float()."""
+    try:
+        if (obj == _Unrelated()) is True:
+            return "compares equal to an unrelated object (an __eq__ that always says True)"
+    except Exception:
+        pass
+    if value is None or not math.isfinite(value):
+        return None
+    far = value + 1.0 + abs(value)
+    try:
+        if (obj == far) is True:
+            return f"claims to equal {far!r} while holding {value!r}"
+    except Exception:
+        pass
+    probes = {"float(x)": lambda: float(obj), "abs(x)": lambda: abs(obj), "x - y": lambda: obj - far}  # type: ignore[operator]
+    honest = {"float(x)": value, "abs(x)": abs(value), "x - y": value - far}
+    for name, probe in probes.items():
+        try:
+            got = probe()
+            if isinstance(got, (int, float)) and abs(float(got) - honest[name]) > 1e-9 * (1.0 + abs(far)):
+                return f"gives {name} = {float(got)!r} while it holds {value!r}"
+        except Exception:
+            pass
+    return None
+
+
+def _caught(what: str, obj: object, how: str) -> LearnerError:
+    if len(SUSPICIONS) < 100:
+        SUSPICIONS.append(f"{what}: a {type(obj).__name__} that {how}")
+    return LearnerError(f"{what} is a {type(obj).__name__} that {how}; the grader reads only plain numbers")
+
+
 def read_number(obj: object, what: str) -> float:
     """`obj` as a plain float, or LearnerError naming `what` when it is not a real number."""
     if isinstance(obj, bool):
@@ -37,7 +80,14 @@ def read_number(obj: object, what: str) -> float:
         except Exception as exc:
             raise LearnerError(f"{what} could not be read as a number: {describe(exc)}") from None
     else:
+        how = lie(obj, None)
+        if how:
+            raise _caught(what, obj, how)
         raise LearnerError(f"{what} is a {type(obj).__name__} ({short_repr(obj)}), expected a number")
+    if type(obj) not in (float, int):  # a subclass or another Real: numpy's are honest, a learner's may lie
+        how = lie(obj, value)
+        if how:
+            raise _caught(what, obj, how)
     if type(value) is not float:  # pragma: no cover - float() guarantees it; kept as the contract
         raise LearnerError(f"{what} did not convert to a plain float")
     return value

@@ -26,7 +26,7 @@ from .sanitize import Unreadable, read_submission, sanitize
 from .source import AssignmentSpec, GradingError, NotebookSpec, load_assignment
 from .store import State, course_lock, record_grades, write_notebook
 
-GRADER_VERSION = f"{__version__}/grading-1"  # bump when a change to the grader may change a grade
+GRADER_VERSION = f"{__version__}/grading-2"  # bump when a change to the grader may change a grade
 
 
 @dataclass(frozen=True)
@@ -51,8 +51,8 @@ class Row:
     score: float
     max_score: float
     status: str  # graded | skipped (unchanged) | not graded
-    flags: list[str] = field(default_factory=list)
-    reason: str = ""
+    flags: list[str] = field(default_factory=list)  # suspected cheating, for the instructor to review
+    reason: str = ""  # why it could not be graded, or what the grader noticed (limits hit, cells missing...)
 
 
 @dataclass
@@ -120,13 +120,14 @@ def not_graded(release_nb: Path, spec: NotebookSpec, reason: str) -> Graded:
     return graded
 
 
-def grade_item(item: Item, spec: NotebookSpec, course: Course, assignment: str, limits: Limits, tolerance: Tolerance) -> Graded:
+def grade_item(item: Item, spec: NotebookSpec, course: Course, assignment: str, limits: Limits, tolerance: Tolerance,
+               other_ids: dict[str, str] | None = None) -> Graded:
     """Read, sanitize, execute and judge one notebook; an unreadable one is graded 0 with its reason."""
     try:
-        nb = read_submission(item.path)
+        sanitized = sanitize(read_submission(item.path, limits.notebook_mb * 2**20), spec, other_ids)
     except Unreadable as exc:
         return not_graded(course.release(assignment) / f"{item.notebook}.ipynb", spec, str(exc))
-    graded = runner.execute(sanitize(nb, spec), spec, limits, tolerance, item.path.parent)
+    graded = runner.execute(sanitized, spec, limits, tolerance, item.path.parent)
     if graded.reason and not any(c.get("execution_count") for c in graded.nb.cells if c.cell_type == "code"):
         graded.reason, graded.ran = f"could not run: {graded.reason}", False
     return graded
@@ -148,7 +149,7 @@ class Options:
 
 def settings_text(limits: Limits, tolerance: Tolerance) -> str:
     """The grading settings that can change a grade, as stable text for the fingerprint."""
-    keys = {"limits": ["check_timeout", "cell_timeout", "notebook_timeout", "memory_mb", "output_bytes"],
+    keys = {"limits": ["check_timeout", "cell_timeout", "notebook_timeout", "memory_mb", "output_bytes", "notebook_mb"],
             "tolerance": ["rtol", "atol", "forward_rtol"]}
     values = {k: [getattr(limits if k == "limits" else tolerance, n) for n in names] for k, names in keys.items()}
     return json.dumps(values, sort_keys=True)
@@ -198,10 +199,13 @@ def _grade_all(todo: list[tuple[Item, str]], spec: AssignmentSpec, course: Cours
                disable=not options.progress, dynamic_ncols=True)
     stop = threading.Event()
 
+    owners = {name: nb for nb, s in spec.notebooks.items() for name in s.cells}
+
     def work(item: Item) -> Graded:
         if stop.is_set():
             raise KeyboardInterrupt
-        return grade_item(item, spec.notebooks[item.notebook], course, options.assignment, limits, tolerance)
+        others = {g: nb for g, nb in owners.items() if nb != item.notebook}
+        return grade_item(item, spec.notebooks[item.notebook], course, options.assignment, limits, tolerance, others)
 
     pool = ThreadPoolExecutor(max_workers=max(1, jobs))
     pending: dict[Future[Graded], tuple[Item, str]] = {pool.submit(work, item): (item, fp) for item, fp in todo}
@@ -240,7 +244,8 @@ def _store(gb: Gradebook, course: Course, assignment: str, item: Item, fp: str, 
         (out_dir / "timestamp.txt").write_bytes(stamp.read_bytes())
     record_grades(gb, assignment, item.student, item.notebook, graded, timestamp)
     status = "graded" if graded.ran else "not graded"
-    row = Row(item.student, item.notebook, graded.score, graded.max_score, status, graded.flags, graded.reason)
+    reason = "; ".join(dict.fromkeys(x for x in [graded.reason, *graded.notes] if x))
+    row = Row(item.student, item.notebook, graded.score, graded.max_score, status, graded.flags, reason)
     state.put(State.key(assignment, item.student, item.notebook),
               {"fingerprint": fp, "score": row.score, "max_score": row.max_score, "flags": row.flags, "reason": row.reason})
     return row
@@ -250,14 +255,16 @@ def summary(rows: list[Row]) -> str:
     """The table printed at the end: student, notebook, score, max, status and flags or reason."""
     head = ("student", "notebook", "score", "max", "status / flags")
     lines = [(r.student, r.notebook, f"{r.score:g}", f"{r.max_score:g}",
-              "; ".join([r.status, *([r.reason] if r.reason else []), *[f for f in r.flags if not f.startswith("stopped:")]]))
+              "; ".join([r.status, *([r.reason] if r.reason else []), *([f"FLAGGED: {' | '.join(r.flags)}"] if r.flags else [])]))
              for r in rows]
     widths = [max(len(x[i]) for x in [head, *lines]) for i in range(4)]
     fmt = "  ".join(f"{{:{'>' if i in (2, 3) else '<'}{w}}}" for i, w in enumerate(widths)) + "  {}"
     out = [fmt.format(*head), *(fmt.format(*ln) for ln in lines)]
     graded = sum(r.status == "graded" for r in rows)
     skipped = sum(r.status.startswith("skipped") for r in rows)
-    out.append(f"{len(rows)} notebooks: {graded} graded, {skipped} unchanged (skipped), {len(rows) - graded - skipped} not gradable")
+    flagged = sum(bool(r.flags) for r in rows)
+    out.append(f"{len(rows)} notebooks: {graded} graded, {skipped} unchanged (skipped), {len(rows) - graded - skipped} not gradable"
+               + (f"; {flagged} FLAGGED for review" if flagged else ""))
     return "\n".join(out)
 
 

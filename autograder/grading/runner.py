@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import multiprocessing
 import os
@@ -15,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import nbformat
 from nbformat import NotebookNode, from_dict
 from nbgrader import utils as nbutils
 
@@ -34,6 +36,10 @@ class Stopped(Exception):
     """The worker stopped answering: died, timed out, or sent garbage; the message is the reason."""
 
 
+class Tampered(Stopped):
+    """The notebook replaced part of the grader's side of the worker; grading stops there (flagged)."""
+
+
 @dataclass
 class Graded:
     """One notebook, graded: its scores, comments, the autograded notebook and what the grader noticed."""
@@ -41,9 +47,10 @@ class Graded:
     scores: dict[str, tuple[float | None, float]]  # grade_id -> (auto_score, max_score)
     comments: dict[str, str | None]  # solution grade_id -> auto_comment
     nb: NotebookNode | None
-    flags: list[str] = field(default_factory=list)
+    flags: list[str] = field(default_factory=list)  # suspected cheating: for the instructor to review
     reason: str = ""  # why some or all cells could not be graded normally
     ran: bool = True  # False: nothing of the notebook ran (unreadable, or the worker died at once)
+    notes: list[str] = field(default_factory=list)  # what else happened (limits hit, cells missing or moved)
 
     @property
     def score(self) -> float:
@@ -148,6 +155,12 @@ class Session:
         return f"the notebook's code ended the worker process (exit status {code}) ({self.where})"
 
     def kill(self) -> None:
+        """SIGKILL the worker's process group (the worker and whatever the notebook started), then the worker."""
+        if self.proc.pid:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
         if self.proc.is_alive():
             self.proc.kill()
         self.proc.join(5)
@@ -166,9 +179,30 @@ def _as_obs(reply: dict[str, Any]) -> dict[str, Any]:
     return obs
 
 
-def grade_check_call(session: Session, names: tuple[str, ...], hidden: bool, tolerance: Tolerance) -> list[CheckResult]:
-    """One `check(...)` statement: the worker observes, this process judges (as `run_checks` would in a kernel)."""
+NUDGE = 1.0 + 2.0**-10  # about 0.1%: a real function barely notices; a table of the visible answers does
+
+
+def nudge(case: Any) -> Any:
+    """The case with every non-integer float input scaled by NUDGE (integers, counts and names kept)."""
+    if isinstance(case, float) and not case.is_integer():
+        return case * NUDGE
+    if isinstance(case, list):
+        return [nudge(x) for x in case]
+    if isinstance(case, dict):
+        return {k: nudge(v) for k, v in case.items()}
+    return case
+
+
+def grade_check_call(session: Session, names: tuple[str, ...], hidden: bool, tolerance: Tolerance,
+                     flags: list[str] | None = None, visible_passed: set[str] | None = None) -> list[CheckResult]:
+    """One `check(...)` statement: the worker observes, this process judges (as `run_checks` would in a kernel).
+
+    Suspicions go to `flags`: a learner object that lied to read_number, and a hidden check that fails where
+    the visible one (in `visible_passed`) passes its exact inputs but not the same inputs nudged by 0.1%.
+    """
     wait = session.limits.check_timeout + GRACE
+    flags = flags if flags is not None else []
+    visible_passed = visible_passed if visible_passed is not None else set()
 
     def missing(name: str) -> Callable[[], list[str]]:
         def ask() -> list[str]:
@@ -182,20 +216,44 @@ def grade_check_call(session: Session, names: tuple[str, ...], hidden: bool, tol
     def observe(name: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
         def ask(case: dict[str, Any]) -> dict[str, Any]:
             session.send({"op": "observe", "check": name, "case": case})
-            return _as_obs(session.recv(wait))
+            reply = session.recv(wait)
+            for text in _strings(reply.get("suspect"))[:3]:
+                flag = f"lying object in check {name}: {text}"
+                if flag not in flags:
+                    flags.append(flag)
+            return _as_obs(reply)
         return ask
+
+    def judged(check: Any, hide: bool) -> CheckResult:
+        try:
+            return judge_check(check, hide, tolerance, missing(check.name), observe(check.name))
+        except Stopped:
+            raise
+        except Exception as exc:  # a judge fed numbers of the wrong shape: only a tampered worker sends those
+            return CheckResult(check.name, check.targets, False, 0.0, check.points,
+                               f"the learner's process returned malformed data ({type(exc).__name__})")
 
     results = []
     for name in names:
         check = catalog.get(name)
-        try:
-            results.append(judge_check(check, hidden, tolerance, missing(name), observe(name)))
-        except Stopped:
-            raise
-        except Exception as exc:  # a judge fed numbers of the wrong shape: only a tampered worker sends those
-            results.append(CheckResult(check.name, check.targets, False, 0.0, check.points,
-                                       f"the learner's process returned malformed data ({type(exc).__name__})"))
+        result = judged(check, hidden)
+        results.append(result)
+        if not hidden and result.passed:
+            visible_passed.add(name)
+        elif hidden and not result.passed and name in visible_passed and not result.message.startswith("not implemented"):
+            cases = check.make_cases(False)
+            moved = nudge(cases)
+            if moved != cases and judged(check, False).passed:
+                variant = dataclasses.replace(check, cases=lambda rng, hide, moved=moved: moved)
+                if not judged(variant, False).passed:
+                    flags.append(f"hard-coded answers? {name} passes its visible inputs but fails the same inputs "
+                                 "nudged by 0.1% (and its hidden inputs)")
     return results
+
+
+def _strings(value: Any) -> list[str]:
+    """A list of short strings from the worker, whatever it sent."""
+    return [str(x)[:300] for x in value[:20]] if isinstance(value, list) else []
 
 
 def check_outputs(results: list[CheckResult], hidden: bool) -> list[dict[str, Any]]:
@@ -209,6 +267,44 @@ def check_outputs(results: list[CheckResult], hidden: bool) -> list[dict[str, An
 
 def _stopped_output(reason: str) -> dict[str, Any]:
     return {"output_type": "error", "ename": "NotGraded", "evalue": reason, "traceback": [f"Not graded: {reason}"]}
+
+
+def _flag_output(flags: list[str]) -> dict[str, Any]:
+    return {"output_type": "stream", "name": "stdout", "text": "".join(f"⚠ flagged for review: {f}\n" for f in flags)}
+
+
+LIMIT_ERRORS = {
+    "CellTimeout": "stopped at the time limit of {cell_timeout:g} s per cell",
+    "MemoryError": "ran out of memory (limit {memory_mb} MiB)",
+    "OutputLimitExceeded": "printed more than {output_bytes} characters; the cell was stopped and the rest dropped",
+    "SystemExit": "called sys.exit() (the cell stopped there)",
+}
+
+
+def note_errors(cell: NotebookNode, where: str, solution: bool, limits: Limits, notes: list[str]) -> None:
+    """Notes for a cell that hit a limit or exited, and for errors in the learner's own (solution) cells."""
+    for out in cell.outputs:
+        if out.get("output_type") != "error":
+            continue
+        ename = str(out.get("ename", ""))
+        if ename in LIMIT_ERRORS:
+            text = LIMIT_ERRORS[ename].format(cell_timeout=limits.cell_timeout, memory_mb=limits.memory_mb,
+                                              output_bytes=limits.output_bytes)
+            notes.append(f"{where} {text}")
+        elif solution and ename != "NotImplementedError":
+            notes.append(f"{where} raised {ename}")
+
+
+def annotate(nb: NotebookNode, flags: list[str], notes: list[str]) -> None:
+    """A first cell telling the learner (and the instructor, in the feedback) what the grader flagged and noticed."""
+    if not flags and not notes:
+        return
+    text = ""
+    if flags:
+        text += "**⚠ Flagged for review by the instructor:**\n\n" + "".join(f"- {f}\n" for f in flags) + "\n"
+    if notes:
+        text += "**Grading notes:**\n\n" + "".join(f"- {n}\n" for n in notes)
+    nb.cells.insert(0, nbformat.v4.new_markdown_cell(text.strip()))
 
 
 def plan_cells(nb: NotebookNode, spec: NotebookSpec) -> list[tuple[int, SourceCell | None]]:
@@ -226,11 +322,12 @@ def plan_cells(nb: NotebookNode, spec: NotebookSpec) -> list[tuple[int, SourceCe
 def execute(sanitized: Sanitized, spec: NotebookSpec, limits: Limits, tolerance: Tolerance, files_from: Path | None) -> Graded:
     """Run the sanitized notebook in a fresh worker, judge its grade cells, fill in the outputs, score it."""
     nb = sanitized.nb
-    flags = list(sanitized.flags)
+    flags, notes = list(sanitized.flags), list(sanitized.notes)
     plan = plan_cells(nb, spec)
     payload = [{"kind": "checks"} if src else {"kind": "code", "source": nb.cells[i].source} for i, src in plan]
     workdir = tempfile.mkdtemp(prefix="autograder-")
     reason = ""
+    visible_passed: set[str] = set()
     try:
         if files_from is not None:
             _copy_files(files_from, Path(workdir))
@@ -239,7 +336,8 @@ def execute(sanitized: Sanitized, spec: NotebookSpec, limits: Limits, tolerance:
             count = 0
             for step, (i, src) in enumerate(plan):
                 cell = nb.cells[i]
-                session.where = f"cell {i + 1}" + (f" ({src.name})" if src else "")
+                grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+                session.where = f"cell {i + 1}" + (f" ({grade_id})" if grade_id else "")
                 if src is None:
                     msg = session.recv(limits.cell_timeout + GRACE)
                     if msg.get("op") != "cell" or msg.get("index") != step or not isinstance(msg.get("outputs"), list):
@@ -247,24 +345,41 @@ def execute(sanitized: Sanitized, spec: NotebookSpec, limits: Limits, tolerance:
                     count += 1
                     cell.outputs = [from_dict(o) for o in msg["outputs"] if isinstance(o, dict)]
                     cell.execution_count = count
+                    solution = bool(cell.metadata.get("nbgrader", {}).get("solution"))
+                    note_errors(cell, session.where, solution, limits, notes)
+                    tampered = _strings(msg.get("tampered"))
+                    if tampered:
+                        raise Tampered(f"{session.where} replaced {', '.join(tampered[:3])}")
                     continue
                 msg = session.recv(limits.cell_timeout + GRACE)
                 if msg.get("op") != "grade" or msg.get("index") != step:
                     raise Stopped(f"the worker sent an unexpected message ({session.where})")
-                count += 1
                 outputs: list[dict[str, Any]] = []
+                found: list[str] = []
                 for call in src.calls or ():
-                    results = grade_check_call(session, call.names, call.hidden, tolerance)
+                    results = grade_check_call(session, call.names, call.hidden, tolerance, found, visible_passed)
                     outputs += check_outputs(results, call.hidden)
                     if not all(r.passed for r in results):
                         break  # CheckFailed ends the cell, as in a kernel
                 session.send({"op": "resume"})
+                reply = session.recv(limits.check_timeout + GRACE)
+                if reply.get("op") != "resumed":
+                    raise Stopped(f"the worker sent an unexpected message ({session.where})")
+                tampered = _strings(reply.get("tampered"))
+                if tampered:
+                    raise Tampered(f"the notebook's code, called by the checks of {session.where}, replaced {', '.join(tampered[:3])}")
+                if found:
+                    outputs.append(_flag_output(found))
+                    flags.extend(f for f in found if f not in flags)
+                count += 1
                 cell.outputs = [from_dict(o) for o in outputs]
                 cell.execution_count = count
             msg = session.recv(limits.cell_timeout + GRACE)
         except Stopped as exc:
             reason = str(exc)
-            flags.append("stopped: " + reason)
+            if isinstance(exc, Tampered):
+                reason = f"tampering with the grader: {reason}; the test cells from there on score 0"
+                flags.append(reason)
             ran = {i for i, c in enumerate(nb.cells) if c.cell_type == "code" and c.get("execution_count")}
             for i, _ in plan:
                 if i not in ran:
@@ -273,7 +388,10 @@ def execute(sanitized: Sanitized, spec: NotebookSpec, limits: Limits, tolerance:
             session.close()
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    return score(nb, spec, flags, reason)
+    graded = score(nb, spec, flags, reason)
+    graded.notes = notes
+    annotate(nb, flags, notes)
+    return graded
 
 
 def score(nb: NotebookNode, spec: NotebookSpec, flags: list[str], reason: str) -> Graded:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from dataclasses import dataclass, field
@@ -14,7 +15,7 @@ from nbgrader import utils as nbutils
 
 from .source import NotebookSpec
 
-MAX_NOTEBOOK_BYTES = 20 * 1024 * 1024  # the workbook's notebooks are ~100 kB; a bigger file is not a real submission
+MAX_NOTEBOOK_BYTES = 20 * 1024 * 1024  # default of Limits.notebook_mb: the workbook's notebooks are ~100 kB
 HIDDEN = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS.*?^[ \t]*### END HIDDEN TESTS[^\n]*\n?", re.S | re.M)
 HIDDEN_NOTE = "# (hidden tests: run by the grader, source not shown)\n"
 
@@ -28,10 +29,11 @@ class Sanitized:
     """A submission ready to run: cells restored from the source, and what was found on the way."""
 
     nb: NotebookNode
-    flags: list[str] = field(default_factory=list)
+    flags: list[str] = field(default_factory=list)  # suspected cheating (edited locked cells)
+    notes: list[str] = field(default_factory=list)  # repairs and oddities (missing, moved, retyped cells)
 
 
-def read_submission(path: Path) -> NotebookNode:
+def read_submission(path: Path, max_bytes: int = MAX_NOTEBOOK_BYTES) -> NotebookNode:
     """The notebook at `path`, or Unreadable with a short reason."""
     try:
         size = path.stat().st_size
@@ -41,8 +43,8 @@ def read_submission(path: Path) -> NotebookNode:
         raise Unreadable(f"cannot read the notebook ({exc.strerror})") from None
     if size == 0:
         raise Unreadable("the notebook file is empty")
-    if size > MAX_NOTEBOOK_BYTES:
-        raise Unreadable(f"the notebook file is {size / 2**20:.0f} MB (more than {MAX_NOTEBOOK_BYTES // 2**20} MB)")
+    if size > max_bytes:
+        raise Unreadable(f"the notebook file is {size / 2**20:.0f} MB (more than the limit of {max_bytes / 2**20:g} MB)")
     try:
         text = path.read_bytes().decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -86,10 +88,22 @@ def _clean_cell(raw: Any) -> NotebookNode | None:
     return cell
 
 
-def sanitize(nb: NotebookNode, spec: NotebookSpec) -> Sanitized:
-    """ClearOutput, DeduplicateIds and OverwriteCells as nbgrader does them, matching cells by grade_id."""
+def release_text(src: Any) -> str:
+    """What the learner's copy of a locked cell holds: the source without its hidden tests."""
+    return HIDDEN.sub("", src.source).strip()
+
+
+def sanitize(nb: NotebookNode, spec: NotebookSpec, other_ids: dict[str, str] | None = None) -> Sanitized:
+    """ClearOutput, DeduplicateIds and OverwriteCells as nbgrader does them, matching cells by grade_id.
+
+    Beyond nbgrader: locked cells whose nbgrader metadata was stripped (some editors do) are found again by
+    their source; a notebook with none of the spec's test cells is Unreadable (another notebook or assignment,
+    named through `other_ids`: grade_id -> notebook); retyped, missing and reordered cells are noted.
+    """
     out = Sanitized(nbformat.v4.new_notebook(metadata=nb.get("metadata", {})))
     seen: set[str] = set()
+    foreign: list[str] = []
+    bare: list[NotebookNode] = []  # cells without (valid) nbgrader metadata
     for raw in nb.get("cells", []):
         cell = _clean_cell(raw)
         if cell is None:
@@ -100,24 +114,58 @@ def sanitize(nb: NotebookNode, spec: NotebookSpec) -> Sanitized:
             del cell.metadata["nbgrader"]  # DeduplicateIds keeps the first cell of an id
             grade_id = None
         if grade_id is not None:
-            seen.add(grade_id)
             src = spec.cells.get(grade_id)
             if src is None:
+                foreign.append(grade_id)
                 del cell.metadata["nbgrader"]  # an id the source lacks: an ordinary cell, as in nbgrader
             else:
-                _overwrite(cell, src, out.flags)
+                seen.add(grade_id)
+                _overwrite(cell, src, out)
+        if "nbgrader" not in cell.metadata:
+            bare.append(cell)
         out.nb.cells.append(cell)
-    for src in spec.cells.values():
-        if src.grade and src.name not in seen:
-            out.flags.append(f"grade cell {src.name} missing")
+    recovered = _recover_by_source(bare, spec, seen, out)
+    if recovered:
+        out.notes.append(f"nbgrader metadata missing: {recovered} locked cell(s) found again by their source")
+    grade_cells = spec.grade_cells
+    if grade_cells and not any(c.name in seen for c in grade_cells):
+        owners = sorted({other_ids[g] for g in foreign if other_ids and g in other_ids})
+        what = f"it looks like {', '.join(owners)}" if owners else "another assignment's notebook, or every test cell deleted"
+        raise Unreadable(f"none of the {len(grade_cells)} test cells of {spec.name} is in the submitted notebook ({what})")
+    missing = [c.name for c in grade_cells if c.name not in seen]
+    if missing:
+        out.notes.append(f"test cell(s) deleted, scored 0: {', '.join(missing)}")
+    order = {name: k for k, name in enumerate(spec.cells)}
+    ids = [c.metadata["nbgrader"]["grade_id"] for c in out.nb.cells if "nbgrader" in c.metadata]
+    late = [b for a, b in itertools.pairwise(ids) if order[b] < order[a]]
+    if late:
+        out.notes.append(f"cells reordered (they ran in the submitted order): {', '.join(late[:5])} moved up")
     if "kernelspec" in out.nb.metadata:  # OverwriteKernelspec: the grader's Python, whatever was saved
         out.nb.metadata.pop("kernelspec")
     return out
 
 
-def _overwrite(cell: NotebookNode, src: Any, flags: list[str]) -> None:
+def _recover_by_source(bare: list[NotebookNode], spec: NotebookSpec, seen: set[str], out: Sanitized) -> int:
+    """Give locked spec cells not found by id their metadata back, on the first bare cell with the same source."""
+    found = 0
+    for src in spec.cells.values():
+        if src.name in seen or not src.locked:
+            continue
+        texts = {release_text(src), src.source.strip()}
+        for cell in bare:
+            if "nbgrader" not in cell.metadata and cell.source.strip() in texts:
+                cell.metadata["nbgrader"] = {"grade_id": src.name}
+                seen.add(src.name)
+                _overwrite(cell, src, out)
+                found += 1
+                break
+    return found
+
+
+def _overwrite(cell: NotebookNode, src: Any, out: Sanitized) -> None:
     """OverwriteCells: type, locked, points and checksum from the source; a locked cell's source too."""
     if cell.cell_type != src.cell_type:
+        out.notes.append(f"cell {src.name} was turned into {cell.cell_type}; restored to {src.cell_type}")
         cell.cell_type = src.cell_type
         if src.cell_type == "code":
             cell["outputs"], cell["execution_count"] = [], None
@@ -132,8 +180,8 @@ def _overwrite(cell: NotebookNode, src: Any, flags: list[str]) -> None:
     else:
         nbg.pop("points", None)
     if src.locked and nbutils.compute_checksum(cell) != src.checksum:
-        if cell.source.strip() != HIDDEN.sub("", src.source).strip():  # the release lacks the hidden tests
-            flags.append(f"locked cell {src.name} edited (restored from the source)")
+        if cell.source.strip() != release_text(src):  # the release lacks the hidden tests
+            out.flags.append(f"locked cell {src.name} edited (restored from the source before grading)")
         cell.source = src.source
 
 

@@ -1,8 +1,21 @@
-"""Imported once by the fork server, so every grading worker starts with these already loaded."""
+"""Imported once by the fork server, so every grading worker starts with these already loaded.
+
+Every `autograder` module a notebook may import is loaded here, before any learner code runs, so the
+worker's tamper guard (worker.Guard) sees all of them as they were.
+"""
 
 import IPython.core.interactiveshell  # noqa: F401
 import matplotlib.pyplot  # noqa: F401  (the inline backend itself loads in the worker, once its shell exists)
 import numpy  # noqa: F401
 
 import autograder.catalog
-import autograder.grading.worker  # noqa: F401
+import autograder.check
+import autograder.expressions
+import autograder.grading.worker
+import autograder.net_reference
+import autograder.notebook
+import autograder.numeric
+import autograder.report
+import autograder.safe
+import autograder.settings
+import autograder.workbook  # noqa: F401

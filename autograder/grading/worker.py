@@ -35,6 +35,10 @@ class CellTimeout(Exception):
     """The cell ran past the per-cell time limit."""
 
 
+class OutputLimitExceeded(Exception):
+    """The cell printed more than the output cap; printing more ends the cell."""
+
+
 # ------------------------------------------------------------------ capturing outputs like nbclient
 
 
@@ -93,10 +97,14 @@ class _Stream:
         self.encoding, self.errors = "utf-8", "strict"
 
     def write(self, s: Any) -> int:
-        if isinstance(s, str):
-            self.outputs.stream(self.name, s)
-            return len(s)
-        raise TypeError(f"write() argument must be str, not {type(s).__name__}")
+        if not isinstance(s, str):
+            raise TypeError(f"write() argument must be str, not {type(s).__name__}")
+        if self.outputs.truncated:  # a runaway print loop: stop it now rather than at the time limit
+            raise OutputLimitExceeded(f"the cell printed more than {self.outputs.limit} characters")
+        self.outputs.stream(self.name, s)
+        if self.outputs.truncated:
+            raise OutputLimitExceeded(f"the cell printed more than {self.outputs.limit} characters")
+        return len(s)
 
     def writelines(self, lines: Any) -> None:
         for line in lines:
@@ -156,8 +164,20 @@ def _safe_str(obj: object) -> str:
 # ------------------------------------------------------------------ the process
 
 
+def _die_with_parent() -> None:
+    """Linux: SIGKILL this worker when the fork server exits (the grader was killed), even if it ignores its pipe."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
 def _confine(limits: WorkerLimits, workdir: str) -> None:
-    """Scratch directory, resource limits, no inherited terminal output, nbgrader's environment."""
+    """Own process group, scratch directory, resource limits, no inherited terminal output, nbgrader's environment."""
+    os.setpgid(0, 0)  # the grader kills the whole group: processes the notebook starts go too
+    _die_with_parent()
     os.chdir(workdir)
     os.environ["NBGRADER_EXECUTION"] = "autograde"
     mb = 1024 * 1024
@@ -211,32 +231,95 @@ class ProbeKit:
     checks: dict[str, Any]
     missing_targets: Any
     observe: Any
+    suspicions: list[str]
 
     @classmethod
     def take(cls) -> ProbeKit:
-        from autograder import catalog
+        from autograder import catalog, safe
         from autograder.check import missing_targets, observe
 
-        return cls(dict(catalog.BY_NAME), missing_targets, observe)
+        return cls(dict(catalog.BY_NAME), missing_targets, observe, safe.SUSPICIONS)
+
+    def drain(self) -> list[str]:
+        """What read_number caught lying since the last call."""
+        out = [str(x)[:300] for x in self.suspicions[:20]]
+        self.suspicions.clear()
+        return out
 
 
-def answer_checks(conn: Connection, shell: Any, limits: Any, kit: ProbeKit) -> None:
-    """Serve the grader's requests at a grade cell until it says resume."""
+GUARDED = ("builtins", "math", "json", "numbers", "operator", "multiprocessing.connection")
+UNGUARDED_NAMES = {"_", "__", "___", "_dh", "_oh", "_ih", "__builtins__"}
+
+
+class Guard:
+    """Everything the learner's process relies on to answer the grader, as it was before any learner code ran.
+
+    After each cell the worker compares: a replaced attribute of an `autograder` module, of a class or function
+    defined there (its code too), of `builtins`, `math`, `json`, ... or a `check` rebound in the notebook is
+    tampering. Honest notebooks never replace these; new attributes are ignored.
+    """
+
+    def __init__(self, user_ns: dict[str, Any]) -> None:
+        from autograder.notebook import check
+
+        self.user_ns = user_ns
+        self.check = check
+        self.items = self._take()
+
+    @staticmethod
+    def _modules() -> dict[str, Any]:
+        names = [n for n in list(sys.modules) if n == "autograder" or n.startswith("autograder.")] + list(GUARDED)
+        return {n: sys.modules[n] for n in names if n in sys.modules}
+
+    def _take(self) -> dict[tuple[str, ...], Any]:
+        items: dict[tuple[str, ...], Any] = {}
+        for mname, module in self._modules().items():
+            for key, value in list(vars(module).items()):
+                if key in UNGUARDED_NAMES:
+                    continue
+                items[(mname, key)] = value
+                owner = getattr(value, "__module__", None) == mname
+                if owner and isinstance(value, type):
+                    for attr, member in list(vars(value).items()):
+                        items[(mname, key, attr)] = member
+                elif owner and callable(value) and hasattr(value, "__code__"):
+                    items[(mname, key, "__code__")] = value.__code__
+                    items[(mname, key, "__defaults__")] = value.__defaults__
+                elif mname.startswith("autograder") and isinstance(value, dict):
+                    for k, v in list(value.items())[:1000]:
+                        items[(mname, key, f"[{k!r}]")] = v
+        return items
+
+    def changes(self) -> list[str]:
+        """What the notebook replaced since the snapshot (empty for an honest notebook)."""
+        now = self._take()
+        changed = [".".join(k) for k, v in self.items.items() if k not in now or now[k] is not v]
+        ns_check = self.user_ns.get("check")
+        if callable(ns_check) and ns_check is not self.check:
+            changed.append("check (rebound in the notebook)")
+        return changed[:10]
+
+
+def answer_checks(conn: Connection, shell: Any, limits: Any, kit: ProbeKit, guard: Guard) -> None:
+    """Serve the grader's requests at a grade cell until it says resume; then report any tampering by the probes' calls."""
     missing_targets, observe = kit.missing_targets, kit.observe
     while True:
         request = json.loads(conn.recv_bytes())
         op = request.get("op")
         if op == "resume":
+            _send(conn, {"op": "resumed", "tampered": guard.changes()})
             return
         check = kit.checks[request["check"]]
         if op == "missing":
             _send(conn, {"missing": missing_targets(check, shell.user_ns)})
         elif op == "observe":
             old_limit = sys.getrecursionlimit()
+            kit.drain()
             try:
-                _send(conn, {"observation": observe(check, shell.user_ns, request["case"], limits)})
+                observation = observe(check, shell.user_ns, request["case"], limits)
             finally:
                 sys.setrecursionlimit(old_limit)
+            _send(conn, {"observation": observation, "suspect": kit.drain()})
 
 
 def child_main(conn: Connection, cells: list[dict[str, str]], limits: WorkerLimits, workdir: str) -> None:
@@ -248,15 +331,16 @@ def child_main(conn: Connection, cells: list[dict[str, str]], limits: WorkerLimi
     check_limits = Limits(check_timeout=limits.check_timeout)
     outputs = Outputs(limits.output_bytes)
     shell = make_shell(outputs)
+    guard = Guard(shell.user_ns)
     for index, cell in enumerate(cells):
         outputs.clear()
         outputs.truncated = False
         if cell["kind"] == "checks":
             _send(conn, {"op": "grade", "index": index})
-            answer_checks(conn, shell, check_limits, kit)
+            answer_checks(conn, shell, check_limits, kit, guard)
         else:
             run_cell(shell, outputs, cell["source"], limits.cell_timeout)
-            _send(conn, {"op": "cell", "index": index, "outputs": outputs.items})
+            _send(conn, {"op": "cell", "index": index, "outputs": outputs.items, "tampered": guard.changes()})
     _send(conn, {"op": "done"})
     conn.close()
     os._exit(0)  # skip atexit handlers that learner code may have registered
