@@ -349,7 +349,7 @@ def execute(sanitized: Sanitized, spec: NotebookSpec, limits: Limits, tolerance:
                     note_errors(cell, session.where, solution, limits, notes)
                     tampered = _strings(msg.get("tampered"))
                     if tampered:
-                        raise Tampered(f"{session.where} replaced {', '.join(tampered[:3])}")
+                        raise Tampered(f"{session.where} replaced {', '.join(tampered)}")
                     continue
                 msg = session.recv(limits.cell_timeout + GRACE)
                 if msg.get("op") != "grade" or msg.get("index") != step:
@@ -367,7 +367,7 @@ def execute(sanitized: Sanitized, spec: NotebookSpec, limits: Limits, tolerance:
                     raise Stopped(f"the worker sent an unexpected message ({session.where})")
                 tampered = _strings(reply.get("tampered"))
                 if tampered:
-                    raise Tampered(f"the notebook's code, called by the checks of {session.where}, replaced {', '.join(tampered[:3])}")
+                    raise Tampered(f"the notebook's code, called by the checks of {session.where}, replaced {', '.join(tampered)}")
                 if found:
                     outputs.append(_flag_output(found))
                     flags.extend(f for f in found if f not in flags)
@@ -378,8 +378,8 @@ def execute(sanitized: Sanitized, spec: NotebookSpec, limits: Limits, tolerance:
         except Stopped as exc:
             reason = str(exc)
             if isinstance(exc, Tampered):
-                reason = f"tampering with the grader: {reason}; the test cells from there on score 0"
-                flags.append(reason)
+                flags.append(f"tampering with the grader: {reason}; the test cells from there on score 0")
+                reason = "stopped: the notebook tampered with the grader (flagged)"
             ran = {i for i, c in enumerate(nb.cells) if c.cell_type == "code" and c.get("execution_count")}
             for i, _ in plan:
                 if i not in ran:

@@ -112,6 +112,8 @@ def sanitize(nb: NotebookNode, spec: NotebookSpec, other_ids: dict[str, str] | N
         grade_id = nbg.get("grade_id") if nbg else None
         if nbg is not None and (not isinstance(grade_id, str) or grade_id in seen):
             del cell.metadata["nbgrader"]  # DeduplicateIds keeps the first cell of an id
+            if grade_id in seen:
+                out.notes.append(f"duplicate of cell {grade_id}: the copy ran as an ordinary cell")
             grade_id = None
         if grade_id is not None:
             src = spec.cells.get(grade_id)
@@ -137,9 +139,9 @@ def sanitize(nb: NotebookNode, spec: NotebookSpec, other_ids: dict[str, str] | N
         out.notes.append(f"test cell(s) deleted, scored 0: {', '.join(missing)}")
     order = {name: k for k, name in enumerate(spec.cells)}
     ids = [c.metadata["nbgrader"]["grade_id"] for c in out.nb.cells if "nbgrader" in c.metadata]
-    late = [b for a, b in itertools.pairwise(ids) if order[b] < order[a]]
+    late = [f"{b} after {a}" for a, b in itertools.pairwise(ids) if order[b] < order[a]]
     if late:
-        out.notes.append(f"cells reordered (they ran in the submitted order): {', '.join(late[:5])} moved up")
+        out.notes.append(f"cells reordered, run in the submitted order: {', '.join(late[:5])}")
     if "kernelspec" in out.nb.metadata:  # OverwriteKernelspec: the grader's Python, whatever was saved
         out.nb.metadata.pop("kernelspec")
     return out

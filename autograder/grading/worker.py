@@ -293,7 +293,9 @@ class Guard:
     def changes(self) -> list[str]:
         """What the notebook replaced since the snapshot (empty for an honest notebook)."""
         now = self._take()
-        changed = [".".join(k) for k, v in self.items.items() if k not in now or now[k] is not v]
+        keys = [k for k, v in self.items.items() if k not in now or now[k] is not v]
+        replaced = set(keys)
+        changed = [".".join(k) for k in keys if not (len(k) > 2 and k[:2] in replaced)]  # a new function, not also its code
         ns_check = self.user_ns.get("check")
         if callable(ns_check) and ns_check is not self.check:
             changed.append("check (rebound in the notebook)")
