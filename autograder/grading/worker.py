@@ -65,10 +65,14 @@ class Outputs:
         if not text or not self._room(len(text)):
             return
         last = self.items[-1] if self.items else None
-        if last and last["output_type"] == "stream" and last["name"] == name:
-            last["text"] += text
+        if last and last["output_type"] == "stream" and last["name"] == name and isinstance(last["text"], list):
+            last["text"].append(text)  # joined in export(): appending to one str is quadratic in a print loop
         else:
-            self.items.append({"output_type": "stream", "name": name, "text": text})
+            self.items.append({"output_type": "stream", "name": name, "text": [text]})
+
+    def export(self) -> list[dict[str, Any]]:
+        """The outputs as nbformat dicts (stream chunks joined)."""
+        return [{**o, "text": "".join(o["text"])} if isinstance(o.get("text"), list) else o for o in self.items]
 
     def rich(self, output_type: str, data: dict[str, Any], metadata: dict[str, Any], count: int | None = None) -> None:
         size = sum(len(v) if isinstance(v, str) else 100 for v in data.values())
@@ -342,7 +346,7 @@ def child_main(conn: Connection, cells: list[dict[str, str]], limits: WorkerLimi
             answer_checks(conn, shell, check_limits, kit, guard)
         else:
             run_cell(shell, outputs, cell["source"], limits.cell_timeout)
-            _send(conn, {"op": "cell", "index": index, "outputs": outputs.items, "tampered": guard.changes()})
+            _send(conn, {"op": "cell", "index": index, "outputs": outputs.export(), "tampered": guard.changes()})
     _send(conn, {"op": "done"})
     conn.close()
     os._exit(0)  # skip atexit handlers that learner code may have registered
