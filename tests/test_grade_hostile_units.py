@@ -1,0 +1,85 @@
+"""The pieces of hostile-submission handling that need no grading run: lying numbers, the nudge, the output cap."""
+
+from __future__ import annotations
+
+import fractions
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from autograder import safe
+from autograder.grading.runner import nudge
+from autograder.grading.worker import OutputLimitExceeded, Outputs, _Stream
+
+
+class AlwaysEqual:
+    def __eq__(self, other):
+        return True
+
+    __hash__ = None
+
+
+class LyingFloat(float):
+    def __sub__(self, other):
+        return 0.0
+
+    def __abs__(self):
+        return 0.0
+
+
+class FalseFloat(float):
+    def __float__(self):
+        return 1.0
+
+
+@given(st.floats(allow_nan=False, allow_infinity=False, width=64))
+def test_numpy_and_plain_numbers_are_never_taken_for_liars(x: float) -> None:
+    for honest in (x, np.float64(x), fractions.Fraction(x)):
+        assert safe.read_number(honest, "x") == pytest.approx(x, rel=1e-15, abs=0)
+    assert safe.lie(np.float64(x), x) is None
+
+
+@pytest.mark.parametrize("liar", [AlwaysEqual(), LyingFloat(2.5), FalseFloat(2.5)], ids=["eq", "sub_abs", "float"])
+def test_a_lying_number_fails_the_read_and_is_recorded_for_the_flags(liar: object) -> None:
+    safe.SUSPICIONS.clear()
+    with pytest.raises(safe.LearnerError, match="the grader reads only plain numbers"):
+        safe.read_number(liar, "a.grad")
+    assert len(safe.SUSPICIONS) == 1 and safe.SUSPICIONS[0].startswith("a.grad: a ")
+    safe.SUSPICIONS.clear()
+
+
+def test_a_value_object_by_mistake_is_an_honest_error_not_a_lie() -> None:
+    class Value:
+        def __init__(self, data):
+            self.data = data
+
+        def __eq__(self, other):  # the catalog's "equal data" mistake
+            return self.data == other.data
+
+    safe.SUSPICIONS.clear()
+    with pytest.raises(safe.LearnerError, match="expected a number"):
+        safe.read_number(Value(1.0), "out.data")
+    assert safe.SUSPICIONS == []
+
+
+def test_nudge_moves_only_non_integer_floats() -> None:
+    case = {"expr": "mul_add", "inputs": [0.5, -1.25, 2.0, 0.0], "backward": True, "steps": 3, "pairs": [[1e-9, 3.0]]}
+    moved = nudge(case)
+    assert moved["expr"] == "mul_add" and moved["backward"] is True and moved["steps"] == 3
+    assert moved["inputs"][2:] == [2.0, 0.0] and moved["pairs"][0][1] == 3.0
+    assert all(a != b and math.isclose(a, b, rel_tol=2e-3) for a, b in zip(moved["inputs"][:2], case["inputs"][:2]))
+
+
+def test_a_print_loop_is_stopped_at_the_output_cap_with_a_marker() -> None:
+    outputs = Outputs(10_000)
+    stream = _Stream(outputs, "stdout")
+    with pytest.raises(OutputLimitExceeded):
+        for _ in range(10**6):
+            stream.write("x" * 99 + "\n")
+    items = outputs.export()
+    assert len(items[0]["text"]) == 10_000 and "output truncated" in items[-1]["text"]
+    with pytest.raises(OutputLimitExceeded):
+        stream.write("more")  # a loop that catches the error keeps failing rather than printing on
