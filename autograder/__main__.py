@@ -2,7 +2,12 @@
 
 import sys
 
-from .cli import main
-
 if __name__ == "__main__":  # grading workers re-import the main module under another name
+    if sys.argv[1:2] == ["grade"]:
+        from .grading.worker import forkserver_context
+
+        forkserver_context(start=True)  # warm the workers' fork server while the grader imports nbgrader
+
+    from .cli import main
+
     sys.exit(main())

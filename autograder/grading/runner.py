@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import multiprocessing
 import os
 import shutil
 import signal
@@ -26,10 +25,9 @@ from ..notebook import CheckFailed, verdict_text
 from ..settings import Limits, Tolerance
 from .sanitize import Sanitized, redact_hidden_tests
 from .source import NotebookSpec, SourceCell
-from .worker import MAX_MESSAGE, WorkerLimits, child_main
+from .worker import MAX_MESSAGE, WorkerLimits, child_main, forkserver_context
 
 GRACE = 5.0  # seconds the grader waits beyond a worker's own time limit before it kills the worker
-PRELOAD = ["autograder.grading.warm"]
 
 
 class Stopped(Exception):
@@ -63,7 +61,6 @@ class Graded:
         return sum(m for _, m in self.scores.values())
 
 
-_CONTEXT: Any = None
 _LIVE: set[Session] = set()
 _LIVE_LOCK = threading.Lock()
 
@@ -78,16 +75,7 @@ def kill_all() -> None:
 
 def context() -> Any:
     """The forkserver context: one warm process (numpy, matplotlib, IPython, the catalog imported) forks every worker."""
-    global _CONTEXT
-    if _CONTEXT is None:
-        # Inherited by the fork server: one BLAS thread per worker (and a small address space), inline figures.
-        for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-            os.environ.setdefault(var, "1")
-        os.environ["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
-        ctx = multiprocessing.get_context("forkserver")
-        ctx.set_forkserver_preload(PRELOAD)
-        _CONTEXT = ctx
-    return _CONTEXT
+    return forkserver_context()
 
 
 def zero_scores(spec: NotebookSpec) -> dict[str, tuple[float | None, float]]:

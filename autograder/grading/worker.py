@@ -167,6 +167,29 @@ def _safe_str(obj: object) -> str:
 
 # ------------------------------------------------------------------ the process
 
+PRELOAD = ["autograder.grading.warm"]
+_CONTEXT: Any = None
+
+
+def forkserver_context(start: bool = False) -> Any:
+    """The forkserver context (one warm process forks every worker); `start` launches the server now, in the background."""
+    global _CONTEXT
+    if _CONTEXT is None:
+        import multiprocessing
+
+        # Inherited by the fork server: one BLAS thread per worker (and a small address space), inline figures.
+        for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+            os.environ.setdefault(var, "1")
+        os.environ["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload(PRELOAD)
+        _CONTEXT = ctx
+    if start:
+        from multiprocessing import forkserver
+
+        forkserver.ensure_running()  # returns at once; the server imports PRELOAD while the grader imports nbgrader
+    return _CONTEXT
+
 
 def _die_with_parent() -> None:
     """Linux: SIGKILL this worker when the fork server exits (the grader was killed), even if it ignores its pipe."""
