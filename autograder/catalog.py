@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import random
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -361,6 +362,23 @@ def probe_repr(ns: Namespace, case: Case) -> Observation:
     return {"repr": str.__str__(text)[:500]}
 
 
+_NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?")
+
+
+def shows_number(text: str, x: float) -> bool:
+    """True when text contains x, rounded to however many decimals the text prints (at least one)."""
+    for m in _NUMBER.finditer(text):
+        literal = m.group()
+        mantissa, _, exponent = literal.lower().partition("e")
+        decimals = len(mantissa.partition(".")[2]) - int(exponent or 0)
+        if decimals < 1:
+            continue
+        # a repr rounded to 2 decimals (`{self.data:.2f}`) still shows the data
+        if abs(float(literal) - x) <= 0.5 * 10.0**-decimals * (1 + 1e-9) + 1e-15:
+            return True
+    return False
+
+
 def judge_repr(case: Case, obs: Observation, tol: Tolerance) -> str | None:
     """The repr shows the data."""
     if "error" in obs:
@@ -368,7 +386,7 @@ def judge_repr(case: Case, obs: Observation, tol: Tolerance) -> str | None:
     text = obs["repr"]
     if " object at 0x" in text:
         return f"Value.__repr__: repr(Value({case['x']!r})) is {text!r}: define __repr__ to show the data"
-    if repr(case["x"]) not in text and f"{case['x']:.4f}" not in text:
+    if not shows_number(text, case["x"]):
         return f"Value.__repr__: repr(Value({case['x']!r})) is {text!r}, which does not show the data {case['x']!r}"
     return None
 
