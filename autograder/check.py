@@ -56,6 +56,9 @@ class Check:
     points: float = 1.0
     group: str = "engine"  # engine and net checks make up the spec; exercise checks belong to one notebook
     tags: tuple[str, ...] = field(default=())
+    # the targets that must be defined for the check to run; None means all of them. A check may exercise a
+    # method the learner need not write (Value.__eq__ falls back to object's identity).
+    required: tuple[str, ...] | None = None
 
     def make_cases(self, hidden: bool = False) -> list[Case]:
         """The cases for the visible check, or other inputs (and more of them) for the hidden one."""
@@ -78,8 +81,9 @@ def is_defined(ns: Namespace, target: str) -> bool:
 
 
 def missing_targets(check: Check, ns: Namespace) -> list[str]:
-    """The check's targets that the namespace lacks."""
-    return [t for t in check.targets if not is_defined(ns, t)]
+    """The check's required targets that the namespace lacks."""
+    needed = check.targets if check.required is None else check.required
+    return [t for t in needed if not is_defined(ns, t)]
 
 
 def _blame(tb: Any) -> str:
