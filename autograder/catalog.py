@@ -415,10 +415,11 @@ def judge_repr(case: Case, obs: Observation, tol: Tolerance) -> str | None:
     if "error" in obs:
         return f"{obs['error']}\n  while calling repr(Value({case['x']!r}))"
     text = obs["repr"]
+    repro = _repro_lines([f"print(repr(Value({case['x']!r})))  # expected something like Value(data={case['x']!r})"])
     if " object at 0x" in text:
-        return f"Value.__repr__: repr(Value({case['x']!r})) is {text!r}: define __repr__ to show the data"
+        return f"Value.__repr__: repr(Value({case['x']!r})) is {text!r}: define __repr__ to show the data" + repro
     if not shows_number(text, case["x"]):
-        return f"Value.__repr__: repr(Value({case['x']!r})) is {text!r}, which does not show the data {case['x']!r}"
+        return f"Value.__repr__: repr(Value({case['x']!r})) is {text!r}, which does not show the data {case['x']!r}" + repro
     return None
 
 
@@ -513,12 +514,15 @@ def judge_forward(kind: str) -> Callable[[Case, Observation, Tolerance], str | N
         nin, nouts, weights = case["nin"], case["nouts"], case["weights"]
         call = {"Neuron": f"Neuron({nin})", "Layer": f"Layer({nin}, {nouts[0]})", "MLP": f"MLP({nin}, {nouts})"}[kind]
         if "error" in obs:
-            return f"{obs['error']}\n  while building {call} and calling it"
+            repro = _net_repro(call, weights, f"x = {case['xs'][0]!r}", "print(model(x))")
+            return f"{obs['error']}\n  while building {call} and calling it{repro}"
         if obs["count"] != len(weights):
             return (f"{call}.parameters() has {obs['count']} Values, expected {len(weights)} "
                     f"(every weight and bias, layer by layer, neuron by neuron)")
         if kind == "Layer" and not obs["single_is_value"]:
-            return f"Layer({nin}, 1)(x) should return the one output Value itself, not a list"
+            x = [0.5] * nin
+            return (f"Layer({nin}, 1)(x) should return the one output Value itself, not a list"
+                    + _repro_lines([f"print(Layer({nin}, 1)({x!r}))  # expected one Value, not a list"]))
         for x, got in zip(case["xs"], obs["outputs"]):
             want = nref.forward(weights, nin, nouts, x)
             if all(value_close(g, w, 1e-9) for g, w in zip(got, want)):
@@ -569,7 +573,9 @@ def judge_loss(case: Case, obs: Observation, tol: Tolerance) -> str | None:
     nin, nouts, weights, xs, ys = case["nin"], case["nouts"], case["weights"], case["xs"], case["ys"]
     where = f"mse_loss(MLP({nin}, {nouts}), xs, ys) with xs = {xs}, ys = {ys}"
     if "error" in obs:
-        return f"{obs['error']}\n  while computing {where}"
+        repro = _net_repro(f"MLP({nin}, {nouts})", weights, f"xs = {xs!r}; ys = {ys!r}",
+                           "loss = mse_loss(model, xs, ys)", "loss.backward()", "print(loss.data)")
+        return f"{obs['error']}\n  while computing {where}{repro}"
     if obs["count"] != len(weights):
         return f"MLP({nin}, {nouts}).parameters() has {obs['count']} Values, expected {len(weights)}"
     want = nref.mse(weights, nin, nouts, xs, ys)
@@ -625,9 +631,11 @@ def judge_train(case: Case, obs: Observation, tol: Tolerance) -> str | None:
     """The recorded losses follow plain gradient descent from the same start, and fall."""
     args = {k: case[k] for k in ("nin", "nouts", "weights", "xs", "ys", "steps", "lr")}
     where = f"train(MLP({case['nin']}, {case['nouts']}), xs, ys, steps={case['steps']}, lr={case['lr']})"
-    if "error" in obs:
-        return f"{obs['error']}\n  while running {where}"
     want = nref.descend(**args)
+    repro = _net_repro(f"MLP({case['nin']}, {case['nouts']})", case["weights"], f"xs = {case['xs']!r}; ys = {case['ys']!r}",
+                       f"print(train(model, xs, ys, {case['steps']}, {case['lr']}))  # expected {_fmt(want)}")
+    if "error" in obs:
+        return f"{obs['error']}\n  while running {where}{repro}"
     got = obs["losses"]
 
     def same(a: list[float], b: list[float]) -> bool:
@@ -643,8 +651,6 @@ def judge_train(case: Case, obs: Observation, tol: Tolerance) -> str | None:
             hint = f"\n  hint: {text}"
     if not hint and len(got) > 1 and all(x == got[0] for x in got):
         hint = "\n  hint: the loss never changes: does each step call loss.backward() and move p.data by -lr * p.grad?"
-    repro = _net_repro(f"MLP({case['nin']}, {case['nouts']})", case["weights"], f"xs = {case['xs']!r}; ys = {case['ys']!r}",
-                       f"print(train(model, xs, ys, {case['steps']}, {case['lr']}))  # expected {_fmt(want)}")
     if len(got) != len(want):
         return f"{where} returned {len(got)} losses, expected one per step ({len(want)}){repro}"
     return (f"{where}: expected losses {_fmt(want)} (plain gradient descent from the same weights), "
