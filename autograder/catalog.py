@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 import re
@@ -266,9 +267,26 @@ def expression_check(
 
 # ---------------------------------------------------------------- special engine checks
 
-def _walk(root: Any, limit: int = 100_000) -> list[Any]:
-    """Every node reachable through `_prev`, by identity (never by the learner's __eq__/__hash__)."""
+def _children(node: Any, limit: int) -> list[Any]:
+    """A node's `_prev` as a list, refusing one-shot iterators, non-Values and endless collections."""
+    try:
+        prev = node._prev
+    except AttributeError:
+        raise LearnerError(f"a child in some node's _prev is a {type(node).__name__} ({short_repr(node)}), not a Value: "
+                           "_children must hold the operand Values") from None
+    if iter(prev) is prev:
+        raise LearnerError(f"_prev is a {type(prev).__name__}, an iterator that can be walked only once: "
+                           "store the children in a set, tuple or list")
+    kids = list(itertools.islice(prev, limit + 1))  # never list() an endless learner collection
+    if len(kids) > limit:
+        raise LearnerError(f"a node's _prev holds more than {limit} children: does _prev hold only the operands?")
+    return kids
+
+
+def _walk(root: Any, limit: int = 100_000) -> tuple[list[Any], dict[int, int]]:
+    """Every node reachable through `_prev`, by identity (never by the learner's __eq__/__hash__), and child counts."""
     seen: dict[int, Any] = {}
+    counts: dict[int, int] = {}
     stack = [root]
     while stack:
         node = stack.pop()
@@ -277,8 +295,10 @@ def _walk(root: Any, limit: int = 100_000) -> list[Any]:
         seen[id(node)] = node
         if len(seen) > limit:
             raise LearnerError(f"the graph has more than {limit} nodes: does _prev hold only the operands?")
-        stack.extend(list(node._prev))
-    return list(seen.values())
+        kids = _children(node, limit)
+        counts[id(node)] = len(kids)
+        stack.extend(kids)
+    return list(seen.values()), counts
 
 
 LADDER_RUNGS = 12
@@ -292,7 +312,7 @@ def probe_ladder(ns: Namespace, case: Case) -> Observation:
     for _ in range(LADDER_RUNGS):
         y = y * 0.5 + y * 0.5
     out = y * 3.0
-    nodes = _walk(out)
+    nodes, counts = _walk(out)
     calls: dict[int, int] = {}
 
     def counting(node: Any) -> Callable[[], Any]:
@@ -311,8 +331,8 @@ def probe_ladder(ns: Namespace, case: Case) -> Observation:
             raise LearnerError(f"could not wrap a node's _backward to count calls ({exc}): "
                                "_backward should be an assignable attribute") from None
     out.backward()
-    inner = [id(n) for n in nodes if len(list(n._prev)) > 0]
-    leaves = [id(n) for n in nodes if len(list(n._prev)) == 0]
+    inner = [id(n) for n in nodes if counts[id(n)] > 0]
+    leaves = [id(n) for n in nodes if counts[id(n)] == 0]
     return {
         "inner_calls": [calls.get(i, 0) for i in inner],
         "leaf_calls": [calls.get(i, 0) for i in leaves],

@@ -91,7 +91,8 @@ def _blame(tb: Any) -> str:
     blamed = ""
     for frame, _ in traceback.walk_tb(tb):
         code = frame.f_code
-        if code.co_filename.startswith(_PACKAGE_DIR):
+        # the grader's own frames, and the expression text it runs on the learner's Values, are not the learner's
+        if code.co_filename.startswith((_PACKAGE_DIR, "<expression")):
             continue
         blamed = getattr(code, "co_qualname", code.co_name)
     return blamed
@@ -105,7 +106,9 @@ def observe(check: Check, ns: Namespace, case: Case, limits: Limits | None = Non
             return check.probe(ns, case)
     except LearnerError as exc:
         return {"error": str(exc)}
-    except (Exception, SystemExit) as exc:
+    except KeyboardInterrupt:
+        raise  # the person running the grader pressed Ctrl-C
+    except BaseException as exc:  # learner code may raise anything, SystemExit and GeneratorExit included
         where = _blame(exc.__traceback__)
         where = f" in {where}" if where else ""
         if isinstance(exc, NotImplementedError):
@@ -114,6 +117,8 @@ def observe(check: Check, ns: Namespace, case: Case, limits: Limits | None = Non
             return {"error": f"RecursionError{where}: the graph is only a few hundred nodes deep, so a method calls itself without end"}
         if isinstance(exc, SystemExit):
             return {"error": f"learner code called sys.exit(){where}"}
+        if not isinstance(exc, Exception):
+            return {"error": f"learner code raised {describe(exc)}{where}"}
         return {"error": f"{describe(exc)}{where}"}
 
 

@@ -45,11 +45,19 @@ def read_number(obj: object, what: str) -> float:
 
 def short_repr(obj: object, limit: int = 60) -> str:
     """repr() of a learner object that cannot raise, loop long or flood the message."""
+    kind = type(obj)
     try:
-        text = object.__repr__(obj) if type(obj).__repr__ is not object.__repr__ else repr(obj)
+        if kind is str:
+            text = repr(str.__str__(obj)[: limit + 1])
+        elif kind in (int, float, complex, bool, type(None)):
+            text = "<a huge int>" if kind is int and obj.bit_length() > 200 else repr(obj)  # type: ignore[attr-defined]
+        elif kind in (list, tuple, set, frozenset, dict):
+            # the items may be learner objects, whose repr we never call
+            text = f"{kind.__name__} of {len(obj)}" if len(obj) else repr(kind())  # type: ignore[arg-type]
+        else:
+            text = object.__repr__(obj)  # a learner __repr__ may raise, loop or lie
     except Exception:
-        text = f"<{type(obj).__name__}>"
-    text = str.__str__(text) if isinstance(text, str) else f"<{type(obj).__name__}>"
+        text = f"<{kind.__name__}>"
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 

@@ -99,9 +99,21 @@ def test_gradient_matches_forward_mode_on_random_graphs(tree, seed):
         assert abs(est.value - want) <= bound, (tree, xs, est, want)
 
 
+shallow_trees = st.recursive(
+    leaves,
+    lambda sub: st.one_of(
+        st.tuples(st.sampled_from(["add", "mul"]), sub, sub),
+        st.tuples(st.sampled_from(["tanh", "exp"]), sub),
+        st.tuples(st.just("pow"), sub, st.just(2)),
+    ),
+    max_leaves=4,
+)
+
+
 @settings(max_examples=200, deadline=None)
-@given(tree=trees, seed=st.integers(0, 2**32 - 1))
-def test_gradient_is_reliable_on_tame_graphs(tree, seed):
+@given(tree=shallow_trees, seed=st.integers(0, 2**32 - 1))
+def test_gradient_is_reliable_on_shallow_graphs(tree, seed):
+    # not too conservative: catalog-sized graphs are trusted (x**27 is not, rightly: its 5th derivative is huge)
     xs = generic_inputs(random.Random(seed), NVARS)
 
     def f(*v):
