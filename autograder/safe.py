@@ -78,14 +78,24 @@ def time_limit(seconds: float) -> Iterator[None]:
         yield
         return
 
+    done = False
+
     def on_alarm(signum: int, frame: object) -> None:
-        raise LearnerTimeout(f"did not finish within {seconds:g} s (an infinite loop?)")
+        if not done:
+            raise LearnerTimeout(f"did not finish within {seconds:g} s (an infinite loop?)")
 
     previous = signal.signal(signal.SIGALRM, on_alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    # The alarm repeats: a single one can land in a finalizer run by the garbage collector (a generator's
+    # close(), a __del__), where Python swallows the exception as "unraisable" and the loop would go on.
+    signal.setitimer(signal.ITIMER_REAL, seconds, min(max(seconds / 10, 0.05), 1.0))
     try:
         yield
     finally:
+        while not done:
+            try:
+                done = True  # from here on the handler does nothing
+            except LearnerTimeout:  # pragma: no cover - a tick landed just before the assignment
+                continue
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
 

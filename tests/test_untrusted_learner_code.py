@@ -152,8 +152,9 @@ def __init__(self, data, _children=(), _op="", label=""):
         self._prev = Endless()
 Value.__init__ = __init__
 '''
-    assert "more than 100000 children" in failure("backward_once_per_node", patch)
-    assert "did not finish" in failure("add_backward", patch)
+    ladder = run_check(catalog.get("backward_once_per_node"), engine(patch), limits=Limits(check_timeout=5))
+    assert not ladder.passed and "more than 100000 children" in ladder.message
+    assert "did not finish" in failure("add_backward", patch)  # the learner's own backward loops
 
 
 def test_prev_holding_numbers_is_named():
@@ -205,3 +206,21 @@ def test_a_whole_hostile_engine_is_graded_without_raising():
     results = run_checks(catalog.spec_checks(), engine(patch), limits=FAST)
     failed = {r.name for r in results if not r.passed}
     assert {"mul_backward", "tanh_backward", "neuron_forward", "train_descends"} <= failed
+
+
+def test_time_limit_survives_a_timeout_swallowed_by_a_finalizer():
+    # a loop that swallows every exception except on the first few tries would hang a one-shot alarm
+    patch = '''
+def backward(self):
+    swallowed = 0
+    while True:
+        try:
+            while True:
+                pass
+        except Exception:
+            swallowed += 1
+            if swallowed > 2:
+                raise
+Value.backward = backward
+'''
+    assert "did not finish within 0.3 s" in failure("add_backward", patch)
