@@ -9,8 +9,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import nbformat
-
 from .safe import captured_output, describe, time_limit
 
 SKIP_TAGS = frozenset({"demo", "plot", "test", "skip-import"})
@@ -74,6 +72,8 @@ def definition_sources(path: Path) -> list[tuple[str, str]]:
         return [(str(path), text)]
     if path.suffix != ".ipynb":
         raise UnreadableFile(f"{path}: expected a .py file or an .ipynb notebook")
+    import nbformat  # only notebooks need it, and it takes most of a second to import
+
     try:
         nb = nbformat.reads(text, as_version=4)
     except Exception as exc:
