@@ -34,7 +34,7 @@ def test_mistake_message_names_where_and_expected_against_got(name):
         # where: an expression in backticks, a call like MLP(2, [3, 1])(x), or the learner's method by name
         assert re.search(r"`[^`]+`|\w+\(.*\)|Value\.\w+", r.message), r.message
         # what: expected against got, or the learner's exception / wrong type named
-        assert (re.search(rf"expected .*{NUMBER}.*got .*{NUMBER}", first, re.S)
+        assert (re.search(rf"expected .*{NUMBER}.*got .*{NUMBER}|gave .*{NUMBER}.*expected .*{NUMBER}", first, re.S)
                 or re.search(r"\b[A-Z]\w*(Error|Exception)\b|returned a \w+|should return|does not show|called some",
                              first)), first
 
