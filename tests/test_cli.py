@@ -25,7 +25,8 @@ def test_reference_engine_exits_0_with_a_check_mark_per_check():
     p = run("check", str(ENGINES / "reference.py"))
     assert p.returncode == 0 and p.stderr == ""
     lines = p.stdout.splitlines()
-    assert all(ln.startswith("✓ ") for ln in lines[:-1]) and lines[-1] == "score: 24 / 24"
+    n = len(lines) - 1
+    assert n >= 24 and all(ln.startswith("✓ ") for ln in lines[:-1]) and lines[-1] == f"score: {n} / {n}"
 
 
 def test_buggy_engine_exits_1_and_names_the_failure(tmp_path):
@@ -143,4 +144,5 @@ def test_notebook_path_imports_only_definition_cells(tmp_path):
     nbformat.write(nb, path)
     p = run("check", str(path), "--json")
     assert p.returncode == 0, p.stdout
-    assert json.loads(p.stdout)["score"] == 24
+    doc = json.loads(p.stdout)
+    assert doc["score"] == doc["max_score"] >= 24
