@@ -87,7 +87,7 @@ def read_number(obj: object, what: str) -> float:
     if type(obj) not in (float, int):  # a subclass or another Real: numpy's are honest, a learner's may lie
         how = lie(obj, value)
         if how:
-            raise _caught(what, obj, how)
+            _caught(what, obj, how)  # recorded for the flags; the stored value is what gets judged
     if type(value) is not float:  # pragma: no cover - float() guarantees it; kept as the contract
         raise LearnerError(f"{what} did not convert to a plain float")
     return value

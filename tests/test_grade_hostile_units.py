@@ -42,12 +42,19 @@ def test_numpy_and_plain_numbers_are_never_taken_for_liars(x: float) -> None:
     assert safe.lie(np.float64(x), x) is None
 
 
-@pytest.mark.parametrize("liar", [AlwaysEqual(), LyingFloat(2.5), FalseFloat(2.5)], ids=["eq", "sub_abs", "float"])
-def test_a_lying_number_fails_the_read_and_is_recorded_for_the_flags(liar: object) -> None:
+def test_an_object_equal_to_anything_fails_the_read_and_is_recorded_for_the_flags() -> None:
     safe.SUSPICIONS.clear()
     with pytest.raises(safe.LearnerError, match="the grader reads only plain numbers"):
-        safe.read_number(liar, "a.grad")
-    assert len(safe.SUSPICIONS) == 1 and safe.SUSPICIONS[0].startswith("a.grad: a ")
+        safe.read_number(AlwaysEqual(), "a.grad")
+    assert len(safe.SUSPICIONS) == 1 and safe.SUSPICIONS[0].startswith("a.grad: a AlwaysEqual that compares equal")
+    safe.SUSPICIONS.clear()
+
+
+@pytest.mark.parametrize("liar", [LyingFloat(2.5), FalseFloat(2.5)], ids=["sub_abs", "float"])
+def test_a_lying_float_is_read_by_its_stored_value_and_recorded_for_the_flags(liar: float) -> None:
+    safe.SUSPICIONS.clear()
+    assert safe.read_number(liar, "a.grad") == 2.5
+    assert len(safe.SUSPICIONS) == 1 and safe.SUSPICIONS[0].startswith(f"a.grad: a {type(liar).__name__} that gives")
     safe.SUSPICIONS.clear()
 
 
