@@ -19,3 +19,11 @@ import autograder.report
 import autograder.safe
 import autograder.settings
 import autograder.workbook  # noqa: F401
+
+# tqdm's default lock is a multiprocessing semaphore; a worker that creates it and is then killed or
+# exits at once leaves it to the resource tracker, which warns "leaked semaphore" when the grader exits.
+import threading  # noqa: E402
+
+import tqdm  # noqa: E402
+
+tqdm.tqdm.set_lock(threading.RLock())
