@@ -4,9 +4,14 @@ Every `autograder` module a notebook may import is loaded here, before any learn
 worker's tamper guard (worker.Guard) sees all of them as they were.
 """
 
+# tqdm's default lock is a multiprocessing semaphore; a worker that creates it and is then killed or
+# exits at once leaves it to the resource tracker, which warns "leaked semaphore" when the grader exits.
+import threading
+
 import IPython.core.interactiveshell  # noqa: F401
 import matplotlib.pyplot  # noqa: F401  (the inline backend itself loads in the worker, once its shell exists)
 import numpy  # noqa: F401
+import tqdm
 
 import autograder.catalog
 import autograder.check
@@ -19,11 +24,5 @@ import autograder.report
 import autograder.safe
 import autograder.settings
 import autograder.workbook  # noqa: F401
-
-# tqdm's default lock is a multiprocessing semaphore; a worker that creates it and is then killed or
-# exits at once leaves it to the resource tracker, which warns "leaked semaphore" when the grader exits.
-import threading  # noqa: E402
-
-import tqdm  # noqa: E402
 
 tqdm.tqdm.set_lock(threading.RLock())
