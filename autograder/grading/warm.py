@@ -4,8 +4,6 @@ Every `autograder` module a notebook may import is loaded here, before any learn
 worker's tamper guard (worker.Guard) sees all of them as they were.
 """
 
-# tqdm's default lock is a multiprocessing semaphore; a worker that creates it and is then killed or
-# exits at once leaves it to the resource tracker, which warns "leaked semaphore" when the grader exits.
 import threading
 
 import IPython.core.interactiveshell  # noqa: F401
@@ -25,4 +23,6 @@ import autograder.safe
 import autograder.settings
 import autograder.workbook  # noqa: F401
 
+# tqdm's default lock is a multiprocessing semaphore; a worker that creates it and is then killed or
+# exits at once leaves it to the resource tracker, which warns "leaked semaphore" when the grader exits.
 tqdm.tqdm.set_lock(threading.RLock())
