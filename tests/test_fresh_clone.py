@@ -61,7 +61,14 @@ def tail(log: Path, n: int = 4000) -> str:
     return log.read_text(errors="replace")[-n:]
 
 
+def quick_start_notebooks(clone: Path) -> set[str]:
+    """Notebook paths the README tells a learner to open, relative to the lab's root (notebooks/)."""
+    return set(re.findall(r"(?:notebooks/)?(workbook/\d\d_\w+\.ipynb)", (clone / "README.md").read_text()))
+
+
 def test_workbook_lab_serves_the_notebooks_from_a_fresh_clone(clone: Path, tmp_path: Path):
+    if not (clone / "notebooks").is_dir():
+        pytest.skip("notebooks/ is not committed yet (the workbook, issue 3): ./workbook lab has nothing to open")
     port, token = free_port(), secrets.token_hex(16)
     log = tmp_path / "lab.log"
     env = clean_env() | {"JUPYTER_CONFIG_DIR": str(tmp_path / "jupyter-config"), "JUPYTER_RUNTIME_DIR": str(tmp_path / "rt")}
@@ -90,8 +97,11 @@ def test_workbook_lab_serves_the_notebooks_from_a_fresh_clone(clone: Path, tmp_p
         with urllib.request.urlopen(f"{base}/api/contents?token={token}", timeout=10) as r:
             root = {item["name"] for item in json.load(r)["content"]}
         # The server's root is the learner notebooks folder, as the README's quick start says.
-        expected = {p.name for p in (clone / "notebooks").iterdir()} if (clone / "notebooks").is_dir() else set()
+        expected = {p.name for p in (clone / "notebooks").iterdir()}
         assert root == expected
+        for path in quick_start_notebooks(clone):  # every notebook the README names is really there
+            with urllib.request.urlopen(f"{base}/api/contents/{path}?content=0&token={token}", timeout=10) as r:
+                assert json.load(r)["type"] == "notebook", path
         with urllib.request.urlopen(f"{base}/api/kernelspecs?token={token}", timeout=10) as r:
             assert "python3" in json.load(r)["kernelspecs"]
     finally:
