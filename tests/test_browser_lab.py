@@ -302,8 +302,10 @@ class Notebook:
         self.cells = page.locator(".jp-Notebook .jp-Cell")
 
     def open(self, lab: Lab, path: str) -> None:
+        """Open the notebook and wait until its kernel is idle (the status bar says so)."""
         self.page.goto(f"{lab.url}/lab/tree/{path}?token={lab.token}")
-        self.page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").wait_for(timeout=90_000)
+        self.cells.first.wait_for(timeout=90_000)
+        self.page.locator(".jp-StatusBar-Item", has_text="| Idle").wait_for(timeout=90_000)
 
     def type_into(self, index: int, text: str) -> None:
         """Select everything in the cell's editor and type the new code over it."""
@@ -317,8 +319,10 @@ class Notebook:
         self.page.keyboard.press("Control+Enter")
 
     def run_all(self) -> None:
-        self.page.get_by_role("menuitem", name="Run", exact=True).click()
-        self.page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+        """Run every code cell from the top, one Ctrl+Enter after another (the kernel queues them)."""
+        for i in range(self.cells.count()):
+            if "jp-CodeCell" in (self.cells.nth(i).get_attribute("class") or ""):
+                self.run(i)
 
     def output(self, index: int):
         return self.cells.nth(index).locator(".jp-OutputArea")
