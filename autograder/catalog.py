@@ -132,8 +132,8 @@ def _where(expr: Expr, xs: Sequence[float]) -> str:
     return f"`{src}` at {args}"
 
 
-def _repro_block(expr: Expr, xs: Sequence[float], expected: Sequence[float] | None = None) -> str:
-    lines = expr.repro(xs, expected).splitlines()
+def _repro_block(expr: Expr, xs: Sequence[float], expected: Sequence[float] | None = None, backward: bool = True) -> str:
+    lines = expr.repro(xs, expected, backward).splitlines()
     return "\n  reproduce:\n" + "\n".join("    " + ln for ln in lines)
 
 
@@ -191,11 +191,11 @@ def judge_expression(case: Case, obs: Observation, tol: Tolerance) -> str | None
     expr = EXPRESSIONS[case["expr"]]
     xs = case["inputs"]
     if "error" in obs:
-        return f"{obs['error']}\n  while computing {_where(expr, xs)}" + _repro_block(expr, xs)
+        return f"{obs['error']}\n  while computing {_where(expr, xs)}" + _repro_block(expr, xs, backward=case["backward"])
     ref = expr.reference(*xs)
     if not value_close(obs["data"], ref, tol.forward_rtol):
         return (f"forward value of {_where(expr, xs)}: expected {ref:.10g}, got {obs['data']:.10g}"
-                + _repro_block(expr, xs))
+                + _repro_block(expr, xs, backward=case["backward"]))
     if not case["backward"]:
         return None
     if not grad_close(obs["root_grad"], 1.0, 1.0, tol.rtol, tol.atol):
@@ -699,6 +699,139 @@ def manual_cases(rng: random.Random, hidden: bool) -> list[Case]:
     return [{}]
 
 
+def probe_tanh_bricks(ns: Namespace, case: Case) -> Observation:
+    """The learner's tanh_from_bricks(Value(x)): value, gradient, and whether it really is made of bricks."""
+    results = []
+    for x in case["inputs"]:
+        leaf = ns["Value"](x)
+        out = ns["tanh_from_bricks"](leaf)
+        if not hasattr(out, "data"):
+            raise LearnerError(f"tanh_from_bricks(Value({x!r})) gave a {type(out).__name__} ({short_repr(out)}), not a Value")
+        nodes = _walk(out)
+        ops = [n._op for n in nodes if isinstance(getattr(n, "_op", None), str)]
+        data = read_number(out.data, "tanh_from_bricks(x).data")
+        out.backward()
+        results.append({"data": data, "grad": read_number(leaf.grad, "x.grad"), "nodes": len(nodes),
+                        "uses_tanh": "tanh" in ops})
+    return {"results": results}
+
+
+def judge_tanh_bricks(case: Case, obs: Observation, tol: Tolerance) -> str | None:
+    """tanh(x) = (e^2x - 1) / (e^2x + 1) built from exp, +, -, / (or **): same value, same gradient."""
+    if "error" in obs:
+        return f"{obs['error']}\n  while calling tanh_from_bricks(Value(x)) and out.backward()"
+    for x, r in zip(case["inputs"], obs["results"]):
+        if r["uses_tanh"] or r["nodes"] < 4:
+            return (f"tanh_from_bricks(Value({x!r})) has {r['nodes']} nodes" + (" and a tanh node" if r["uses_tanh"] else "")
+                    + ": build it from the bricks (exp, +, -, /), not with x.tanh()")
+        want = math.tanh(x)
+        if not value_close(r["data"], want, tol.forward_rtol):
+            return f"tanh_from_bricks(Value({x!r})).data: expected tanh(x) = {want:.10g}, got {r['data']:.10g}"
+        dwant = 1 - want * want
+        if not grad_close(r["grad"], dwant, want, tol.rtol, tol.atol):
+            return (f"x.grad after tanh_from_bricks(x).backward() at x = {x!r}: expected 1 - tanh(x)**2 = {dwant:.10g}, "
+                    f"got {r['grad']:.10g}\n  hint: the forward value is right, so one brick's backward is wrong: "
+                    "run its own check again")
+    return None
+
+
+def tanh_bricks_cases(rng: random.Random, hidden: bool) -> list[Case]:
+    """A few inputs of either sign, inside the range where tanh is not flat."""
+    xs = [0.0, *generic_inputs(rng, 3, 0.2, 2.0)]
+    if hidden:
+        xs += generic_inputs(rng, 3, 0.2, 2.5)
+    return [{"inputs": xs}]
+
+
+def probe_local(op: str) -> Callable[[Namespace, Case], Observation]:
+    """out = a op b with out.grad set by hand, then out._backward() alone: what reaches a.grad and b.grad."""
+
+    def probe(ns: Namespace, case: Case) -> Observation:
+        a, b = ns["Value"](case["x"]), ns["Value"](case["y"])
+        out = a + b if op == "+" else a * b
+        if not hasattr(out, "data"):
+            raise LearnerError(f"a {op} b gave a {type(out).__name__} ({short_repr(out)}), not a Value")
+        out.grad = case["upstream"]
+        out._backward()
+        return {"grads": [read_number(a.grad, "a.grad"), read_number(b.grad, "b.grad")]}
+
+    return probe
+
+
+def judge_local(op: str) -> Callable[[Case, Observation, Tolerance], str | None]:
+    """`+` routes out.grad to both inputs; `*` gives each input the other's data times out.grad."""
+    method = "__add__" if op == "+" else "__mul__"
+
+    def judge(case: Case, obs: Observation, tol: Tolerance) -> str | None:
+        x, y, g = case["x"], case["y"], case["upstream"]
+        where = f"out = a {op} b with a = Value({x!r}), b = Value({y!r}), then out.grad = {g!r} and out._backward()"
+        if "error" in obs:
+            return f"{obs['error']}\n  while running {where}"
+        want = [g, g] if op == "+" else [y * g, x * g]
+        got = obs["grads"]
+        if all(grad_close(u, w, w, tol.rtol, tol.atol) for u, w in zip(got, want)):
+            return None
+        hint = ""
+        if got == [0.0, 0.0]:
+            hint = "out._backward did nothing: define _backward inside the method and assign out._backward = _backward"
+        elif op == "*" and all(grad_close(u, w, w, 1e-9, 1e-12) for u, w in zip(got, [x * g, y * g])):
+            hint = "the operands look unswapped: self.grad gets other.data * out.grad, other.grad gets self.data * out.grad"
+        elif all(grad_close(u, w / g, w, 1e-9, 1e-12) for u, w in zip(got, want)):
+            hint = "out.grad is missing: each input's gradient is the local slope TIMES out.grad (the chain rule)"
+        return (f"Value.{method}: {where} gave a.grad = {got[0]:.6g}, b.grad = {got[1]:.6g}; expected "
+                f"{want[0]:.6g} and {want[1]:.6g}" + (f"\n  hint: {hint}" if hint else ""))
+
+    return judge
+
+
+def local_cases(rng: random.Random, hidden: bool) -> list[Case]:
+    """Distinct operands and an upstream gradient other than 1."""
+    out = []
+    for _ in range(3 if hidden else 1):
+        x, y, g = generic_inputs(rng, 3)
+        out.append({"x": x, "y": y, "upstream": g})
+    return out
+
+
+GRADS_OF_KEYS = ("mul_add", "tanh_mul", "diamond", "a_plus_a")
+
+
+def probe_grads_of(ns: Namespace, case: Case) -> Observation:
+    """The learner's grads_of(f, inputs), called twice on the same inputs (a second call must not pile up)."""
+    expr = EXPRESSIONS[case["expr"]]
+    calls = []
+    for _ in range(2):
+        got = ns["grads_of"](expr.function, list(case["inputs"]))
+        if not isinstance(got, (list, tuple)):
+            raise LearnerError(f"grads_of returned a {type(got).__name__} ({short_repr(got)}), expected a list of numbers")
+        calls.append([read_number(g, f"grads_of(...)[{i}]") for i, g in enumerate(list(got)[:20])])
+    return {"calls": calls}
+
+
+def judge_grads_of(case: Case, obs: Observation, tol: Tolerance) -> str | None:
+    """One gradient per input, each the numerical one, the same on a second call."""
+    expr = EXPRESSIONS[case["expr"]]
+    xs = case["inputs"]
+    call = f"grads_of(f, {list(xs)}) with f(" + ", ".join(expr.params) + f") = `{expr.source.replace(chr(10), '; ')}`"
+    if "error" in obs:
+        return f"{obs['error']}\n  while calling {call}"
+    ref = expr.reference(*xs)
+    estimates = gradient(expr.reference, xs)
+    for n, got in enumerate(obs["calls"]):
+        if len(got) != len(xs):
+            return f"{call} returned {len(got)} numbers, expected one gradient per input ({len(xs)})"
+        for p, g, est in zip(expr.params, got, estimates):
+            if not grad_close(g, est.value, ref, tol.rtol, tol.atol):
+                again = " on the second call (the first was right: start from fresh Values every call)" if n else ""
+                return f"{call}: gradient of {p} expected {est.value:.10g} (numerical), got {g:.10g}{again}"
+    return None
+
+
+def grads_of_cases(rng: random.Random, hidden: bool) -> list[Case]:
+    """Catalog expressions at generic inputs."""
+    return [{"expr": k, "inputs": _sample(EXPRESSIONS[k], rng)} for k in GRADS_OF_KEYS for _ in range(2 if hidden else 1)]
+
+
 # ---------------------------------------------------------------- the catalog
 
 V = "Value"
@@ -756,6 +889,14 @@ CHECKS: list[Check] = [
           probe_relative_error, judge_relative_error, group="exercise"),
     Check("manual_backprop", tuple(MANUAL_NODES), "every hand-filled grad matches dL/dnode", manual_cases,
           probe_manual, judge_manual, group="exercise"),
+    Check("add_local_backward", (ADD,), "out._backward() of a + b routes out.grad to both inputs", local_cases,
+          probe_local("+"), judge_local("+"), group="exercise"),
+    Check("mul_local_backward", (MUL,), "out._backward() of a * b gives each input the other's data times out.grad",
+          local_cases, probe_local("*"), judge_local("*"), group="exercise"),
+    Check("tanh_from_bricks", ("tanh_from_bricks",), "tanh rebuilt from exp, +, -, / has tanh's value and gradient",
+          tanh_bricks_cases, probe_tanh_bricks, judge_tanh_bricks, group="exercise"),
+    Check("grads_of", ("grads_of",), "grads_of(f, inputs) returns df/dinput for each input, fresh every call",
+          grads_of_cases, probe_grads_of, judge_grads_of, group="exercise"),
 ]
 
 BY_NAME: dict[str, Check] = {c.name: c for c in CHECKS}

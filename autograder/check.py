@@ -121,16 +121,28 @@ def run_check(
     limits: Limits | None = None,
 ) -> CheckResult:
     """Probe and judge every case of one check in this process; stop at the first failure."""
-    tolerance = tolerance or Tolerance()
+    return judge_check(check, hidden, tolerance or Tolerance(),
+                       missing=lambda: missing_targets(check, ns),
+                       observe_case=lambda case: observe(check, ns, case, limits))
+
+
+def judge_check(
+    check: Check,
+    hidden: bool,
+    tolerance: Tolerance,
+    missing: Callable[[], list[str]],
+    observe_case: Callable[[Case], Observation],
+) -> CheckResult:
+    """Decide one check from observations obtained anywhere (here, or from a grading worker)."""
 
     def result(passed: bool, message: str) -> CheckResult:
         return CheckResult(check.name, check.targets, passed, check.points if passed else 0.0, check.points, message)
 
-    missing = missing_targets(check, ns)
-    if missing:
-        return result(False, f"not implemented yet: define {', '.join(missing)}")
+    absent = missing()
+    if absent:
+        return result(False, f"not implemented yet: define {', '.join(absent)}")
     for case in check.make_cases(hidden):
-        failure = check.judge(case, observe(check, ns, case, limits), tolerance)
+        failure = check.judge(case, observe_case(case), tolerance)
         if failure:
             return result(False, failure)
     return result(True, check.description)

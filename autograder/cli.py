@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
 from . import catalog, report
 from .check import Check, CheckResult, missing_targets, run_checks
+from .grading.source import GradingError
 from .loader import UnreadableFile, load
 from .settings import Limits, Tolerance, load_config
 
@@ -29,7 +31,45 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("path", help="a .py file or an .ipynb notebook")
     p.add_argument("--json", action="store_true", help="print JSON instead of lines")
     p.add_argument("--config", help="a grading_config.py with Tolerance/Limits settings")
+    g = sub.add_parser("grade", help="batch-grade the submissions of an assignment in an nbgrader course")
+    g.add_argument("assignment", help="the assignment, as in submitted/<student>/<assignment>/")
+    g.add_argument("--course", help="the course directory (default: the config's, else $AUTOGRADER_COURSE_DIR or ./course)")
+    g.add_argument("--student", action="append", dest="students", metavar="ID", help="grade only this student (repeatable)")
+    g.add_argument("--jobs", type=int, default=0, help="parallel workers (default: BatchGrading.jobs, else the CPU count)")
+    g.add_argument("--force", action="store_true", help="regrade submissions that are already graded and unchanged")
+    g.add_argument("--csv", dest="csv_path", metavar="FILE", help="also write the summary as CSV")
+    g.add_argument("--config", help="grading_config.py (default: $AUTOGRADER_CONFIG, else ./grading_config.py or ./nbgrader_config.py)")
+    g.add_argument("--no-progress", action="store_true", help="no progress bar")
     return parser
+
+
+def grading_config_path(given: str | None) -> str | None:
+    """--config, else $AUTOGRADER_CONFIG, else grading_config.py or nbgrader_config.py in the current directory."""
+    if given or os.environ.get("AUTOGRADER_CONFIG"):
+        return given or os.environ["AUTOGRADER_CONFIG"]
+    for name in ("grading_config.py", "nbgrader_config.py"):
+        if os.path.isfile(name):
+            return name
+    return None
+
+
+def grade_command(args: argparse.Namespace) -> int:
+    """Batch-grade; print the summary table; 0 when every notebook has a recorded grade."""
+    from .grading import batch
+
+    if args.jobs < 0:
+        raise UsageError("--jobs must be 0 (one per CPU) or more")
+    try:
+        config = load_config(grading_config_path(args.config))
+    except FileNotFoundError:
+        raise
+    except Exception as exc:
+        raise UsageError(f"cannot read the config file: {type(exc).__name__}: {exc}") from None
+    options = batch.Options(args.assignment, config, args.course, args.students, args.jobs, args.force, args.csv_path,
+                            progress=not args.no_progress)
+    rows = batch.run(options)
+    print(batch.summary(rows))
+    return 0
 
 
 def select_checks(ns: dict) -> list[Check]:
@@ -56,12 +96,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         if args.command is None:
-            raise UsageError("a command is required: check PATH [--json] (see --help)")
+            raise UsageError("a command is required: check PATH [--json] | grade ASSIGNMENT [...] (see --help)")
         if args.command == "check":
             results = check_file(args.path, args.config)
             print(report.as_json(results) if args.json else report.human(results))
             return 0 if all(r.passed for r in results) else 1
-    except (UsageError, UnreadableFile, FileNotFoundError) as exc:
+        if args.command == "grade":
+            return grade_command(args)
+    except (UsageError, UnreadableFile, FileNotFoundError, GradingError) as exc:
         print(f"autograder: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -82,9 +82,11 @@ class Expr:
         """The grader's own float value of the expression."""
         return float(self.function(*(Num(x) for x in xs)))
 
-    def repro(self, inputs: Sequence[float], expected: Sequence[float] | None = None) -> str:
-        """Lines a learner can paste to rebuild this graph and print its gradients."""
+    def repro(self, inputs: Sequence[float], expected: Sequence[float] | None = None, backward: bool = True) -> str:
+        """Lines a learner can paste to rebuild this graph and print its gradients (or, forward only, its value)."""
         leaves = "; ".join(f"{p} = Value({x!r})" for p, x in zip(self.params, inputs))
+        if not backward:
+            return "\n".join([leaves, *self.source.splitlines(), "print(out.data)"])
         grads = ", ".join(f"{p}.grad" for p in self.params)
         lines = [leaves, *self.source.splitlines(), "out.backward()", f"print(out.data, {grads})"]
         if expected is not None:

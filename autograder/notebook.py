@@ -29,10 +29,14 @@ def check(*names: str, hidden: bool = False, ns: Mapping[str, Any] | None = None
     if ns is None:
         ns = sys._getframe(1).f_globals
     results = run_checks([catalog.get(n) for n in names], ns, hidden=hidden)
-    for r in results:
-        if hidden and r.passed:
-            print(f"✓ {r.name} (hidden inputs)")
-        else:
-            print("\n".join(result_lines(r)))
+    print(verdict_text(results, hidden))
     if not all(r.passed for r in results):
         raise CheckFailed(results)
+
+
+def verdict_text(results: list[CheckResult], hidden: bool) -> str:
+    """What a check cell prints: one ✓ line per passed check, the diagnosis of each failed one."""
+    lines: list[str] = []
+    for r in results:
+        lines.extend([f"✓ {r.name} (hidden inputs)"] if hidden and r.passed else result_lines(r))
+    return "\n".join(lines)

@@ -1,0 +1,275 @@
+"""`python -m autograder grade`: discover -> read & sanitize -> execute in a worker -> judge -> gradebook + notebook -> summary."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import os
+import sys
+import threading
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import nbformat
+from nbgrader.api import Gradebook
+from nbgrader.coursedir import CourseDirectory
+from traitlets.config import Config
+
+from .. import __version__
+from ..settings import BatchGrading, Limits, Tolerance
+from . import runner
+from .runner import Graded, zero_scores
+from .sanitize import Unreadable, read_submission, sanitize
+from .source import AssignmentSpec, GradingError, NotebookSpec, load_assignment
+from .store import State, course_lock, record_grades, write_notebook
+
+GRADER_VERSION = f"{__version__}/grading-1"  # bump when a change to the grader may change a grade
+
+
+@dataclass(frozen=True)
+class Item:
+    """One notebook of one student's submission."""
+
+    student: str
+    notebook: str
+    path: Path
+
+    @property
+    def label(self) -> str:
+        return f"{self.student}/{self.notebook}"
+
+
+@dataclass
+class Row:
+    """A line of the summary table and of the CSV."""
+
+    student: str
+    notebook: str
+    score: float
+    max_score: float
+    status: str  # graded | skipped (unchanged) | not graded
+    flags: list[str] = field(default_factory=list)
+    reason: str = ""
+
+
+@dataclass
+class Course:
+    """The course directory, as nbgrader's CourseDirectory configures it."""
+
+    coursedir: CourseDirectory
+    root: Path
+
+    @classmethod
+    def open(cls, config: Config, root: str | None) -> Course:
+        coursedir = CourseDirectory(config=config)
+        if root:
+            coursedir.root = str(Path(root).resolve())
+        path = Path(coursedir.root)
+        if not path.is_dir():
+            raise GradingError(f"course directory {path} does not exist (set --course or $AUTOGRADER_COURSE_DIR)")
+        return cls(coursedir, path)
+
+    def submitted(self, student: str, assignment: str) -> Path:
+        return Path(self.coursedir.format_path(self.coursedir.submitted_directory, student, assignment))
+
+    def autograded(self, student: str, assignment: str) -> Path:
+        return Path(self.coursedir.format_path(self.coursedir.autograded_directory, student, assignment))
+
+    def release(self, assignment: str) -> Path:
+        return Path(self.coursedir.format_path(self.coursedir.release_directory, ".", assignment))
+
+    def students(self, assignment: str, chosen: list[str] | None) -> list[str]:
+        """Students with a submission folder for the assignment (or the chosen ones, even without one)."""
+        base = Path(self.coursedir.root) / self.coursedir.submitted_directory
+        found = sorted(p.name for p in base.glob("*") if (p / assignment).is_dir()) if base.is_dir() else []
+        if not chosen:
+            return found
+        return [s for s in dict.fromkeys(chosen)]
+
+
+def fingerprint(path: Path, spec: AssignmentSpec, settings: str) -> str:
+    """Changes whenever the submitted file, the assignment's source, the grader or its settings change."""
+    h = hashlib.sha256()
+    try:
+        with open(path, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                h.update(chunk)
+    except OSError:
+        h.update(b"<missing>")
+    h.update(f"\0{spec.fingerprint}\0{GRADER_VERSION}\0{settings}".encode())
+    return h.hexdigest()
+
+
+def not_graded(release_nb: Path, spec: NotebookSpec, reason: str) -> Graded:
+    """Zero for every grade cell, the reason on every solution cell and atop the notebook shown as feedback."""
+    nb = None
+    try:
+        nb = sanitize(nbformat.read(release_nb, as_version=4), spec).nb
+    except Exception:
+        nb = nbformat.v4.new_notebook()
+    nb.cells.insert(0, nbformat.v4.new_markdown_cell(f"**This notebook could not be graded: {reason}.** Every test cell scores 0."))
+    for cell in nb.cells:
+        if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("grade"):
+            cell.outputs = [nbformat.from_dict(runner._stopped_output(reason))]
+    graded = runner.score(nb, spec, [], reason)
+    graded.scores, graded.ran = zero_scores(spec), False
+    graded.comments = {c.name: f"Not graded: {reason}" for c in spec.cells.values() if c.solution}
+    return graded
+
+
+def grade_item(item: Item, spec: NotebookSpec, course: Course, assignment: str, limits: Limits, tolerance: Tolerance) -> Graded:
+    """Read, sanitize, execute and judge one notebook; an unreadable one is graded 0 with its reason."""
+    try:
+        nb = read_submission(item.path)
+    except Unreadable as exc:
+        return not_graded(course.release(assignment) / f"{item.notebook}.ipynb", spec, str(exc))
+    graded = runner.execute(sanitize(nb, spec), spec, limits, tolerance, item.path.parent)
+    if graded.reason and not any(c.get("execution_count") for c in graded.nb.cells if c.cell_type == "code"):
+        graded.reason, graded.ran = f"could not run: {graded.reason}", False
+    return graded
+
+
+@dataclass
+class Options:
+    """What the command line asked for."""
+
+    assignment: str
+    config: Config
+    course: str | None = None
+    students: list[str] | None = None
+    jobs: int = 0
+    force: bool = False
+    csv_path: str | None = None
+    progress: bool = True
+
+
+def settings_text(limits: Limits, tolerance: Tolerance) -> str:
+    """The grading settings that can change a grade, as stable text for the fingerprint."""
+    keys = {"limits": ["check_timeout", "cell_timeout", "notebook_timeout", "memory_mb", "output_bytes"],
+            "tolerance": ["rtol", "atol", "forward_rtol"]}
+    values = {k: [getattr(limits if k == "limits" else tolerance, n) for n in names] for k, names in keys.items()}
+    return json.dumps(values, sort_keys=True)
+
+
+def run(options: Options) -> list[Row]:
+    """Grade the assignment's submissions in parallel; write the gradebook, notebooks and state as each finishes."""
+    limits, tolerance = Limits(config=options.config), Tolerance(config=options.config)
+    jobs = options.jobs or BatchGrading(config=options.config).jobs or os.cpu_count() or 1
+    course = Course.open(options.config, options.course)
+    with course_lock(course.root):
+        spec = load_assignment(course.coursedir.db_url, options.assignment)
+        settings = settings_text(limits, tolerance)
+        state = State(course.root)
+        rows: list[Row] = []
+        todo: list[tuple[Item, str]] = []
+        students = course.students(options.assignment, options.students)
+        if not students:
+            raise GradingError(f"no submissions of {options.assignment!r} in {course.root / course.coursedir.submitted_directory}")
+        for student in students:
+            folder = course.submitted(student, options.assignment)
+            for name in spec.notebooks:
+                item = Item(student, name, folder / f"{name}.ipynb")
+                fp = fingerprint(item.path, spec, settings)
+                old = state.get(State.key(options.assignment, student, name))
+                if old and old.get("fingerprint") == fp and not options.force:
+                    rows.append(Row(student, name, old.get("score", 0.0), old.get("max_score", 0.0), "skipped (unchanged)",
+                                    list(old.get("flags", [])), old.get("reason", "")))
+                else:
+                    todo.append((item, fp))
+        rows += _grade_all(todo, spec, course, options, limits, tolerance, jobs, state)
+    rows.sort(key=lambda r: (r.student, r.notebook))
+    if options.csv_path:
+        write_csv(rows, options.csv_path, options.assignment)
+    return rows
+
+
+def _grade_all(todo: list[tuple[Item, str]], spec: AssignmentSpec, course: Course, options: Options, limits: Limits,
+               tolerance: Tolerance, jobs: int, state: State) -> list[Row]:
+    """Workers grade in threads (each driving its own process); this thread alone writes, one notebook at a time."""
+    from tqdm import tqdm
+
+    rows: list[Row] = []
+    if not todo:
+        return rows
+    bar = tqdm(total=len(todo), unit="nb", desc=f"grading {options.assignment}", file=sys.stderr,
+               disable=not options.progress, dynamic_ncols=True)
+    stop = threading.Event()
+
+    def work(item: Item) -> Graded:
+        if stop.is_set():
+            raise KeyboardInterrupt
+        return grade_item(item, spec.notebooks[item.notebook], course, options.assignment, limits, tolerance)
+
+    pool = ThreadPoolExecutor(max_workers=max(1, jobs))
+    pending: dict[Future[Graded], tuple[Item, str]] = {pool.submit(work, item): (item, fp) for item, fp in todo}
+    try:
+        with Gradebook(course.coursedir.db_url, course.coursedir.course_id) as gb:
+            while pending:
+                done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for future in done:
+                    item, fp = pending.pop(future)
+                    try:
+                        graded = future.result()
+                    except Exception as exc:  # a grader bug must not lose the rest of the batch
+                        graded = not_graded(course.release(options.assignment) / f"{item.notebook}.ipynb",
+                                            spec.notebooks[item.notebook], f"grader error {type(exc).__name__}: {exc}")
+                    rows.append(_store(gb, course, options.assignment, item, fp, graded, state))
+                    bar.update(1)
+    except BaseException:
+        stop.set()
+        pool.shutdown(wait=False, cancel_futures=True)
+        runner.kill_all()
+        raise
+    finally:
+        bar.close()
+    pool.shutdown()
+    return rows
+
+
+def _store(gb: Gradebook, course: Course, assignment: str, item: Item, fp: str, graded: Graded, state: State) -> Row:
+    """Notebook first, then the gradebook (one commit), then the state: a kill between steps only causes a regrade."""
+    out_dir = course.autograded(item.student, assignment)
+    if graded.nb is not None:
+        write_notebook(graded.nb, out_dir / f"{item.notebook}.ipynb")
+    timestamp = course.coursedir.get_existing_timestamp(str(item.path.parent)) if item.path.parent.is_dir() else None
+    stamp = item.path.parent / "timestamp.txt"
+    if stamp.is_file():
+        (out_dir / "timestamp.txt").write_bytes(stamp.read_bytes())
+    record_grades(gb, assignment, item.student, item.notebook, graded, timestamp)
+    status = "graded" if graded.ran else "not graded"
+    row = Row(item.student, item.notebook, graded.score, graded.max_score, status, graded.flags, graded.reason)
+    state.put(State.key(assignment, item.student, item.notebook),
+              {"fingerprint": fp, "score": row.score, "max_score": row.max_score, "flags": row.flags, "reason": row.reason})
+    return row
+
+
+def summary(rows: list[Row]) -> str:
+    """The table printed at the end: student, notebook, score, max, status and flags or reason."""
+    head = ("student", "notebook", "score", "max", "status / flags")
+    lines = [(r.student, r.notebook, f"{r.score:g}", f"{r.max_score:g}",
+              "; ".join([r.status, *([r.reason] if r.reason else []), *[f for f in r.flags if not f.startswith("stopped:")]]))
+             for r in rows]
+    widths = [max(len(x[i]) for x in [head, *lines]) for i in range(4)]
+    fmt = "  ".join(f"{{:{'>' if i in (2, 3) else '<'}{w}}}" for i, w in enumerate(widths)) + "  {}"
+    out = [fmt.format(*head), *(fmt.format(*ln) for ln in lines)]
+    graded = sum(r.status == "graded" for r in rows)
+    skipped = sum(r.status.startswith("skipped") for r in rows)
+    out.append(f"{len(rows)} notebooks: {graded} graded, {skipped} unchanged (skipped), {len(rows) - graded - skipped} not gradable")
+    return "\n".join(out)
+
+
+def write_csv(rows: list[Row], path: str, assignment: str) -> None:
+    """One line per student and notebook."""
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["student_id", "assignment", "notebook", "score", "max_score", "status", "flags", "reason"])
+        for r in rows:
+            w.writerow([r.student, assignment, r.notebook, f"{r.score:g}", f"{r.max_score:g}", r.status, "; ".join(r.flags), r.reason])
+
+
+def as_dicts(rows: list[Row]) -> list[dict[str, Any]]:
+    """Rows as plain dicts (tests, JSON)."""
+    return [r.__dict__.copy() for r in rows]
