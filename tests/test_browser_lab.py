@@ -19,6 +19,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from autograder.loader import calls_check
+
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = Path("/usr/bin/chromium")
 # Flags for this kind of machine (root, no GPU, no network but package mirrors); never a browser download.
@@ -49,11 +51,12 @@ def _missing(reason: str) -> None:
 class Exercise:
     """A learner notebook, its solutions cell by cell, and which stub and check cell the test drives."""
 
-    lab_root: Path  # a copy the server may write to
+    lab_root: Path  # a copy of notebooks/ the server may write to
     notebook: str  # path relative to lab_root
     solutions: dict[int, str]  # learner cell index -> the stub cell's source with the solution filled in
-    stub: int  # the `_backward` stub cell
-    check: int  # the check cell under it that runs TARGET_CHECK
+    checks: list[int]  # every check cell
+    stub: int  # the `+` exercise, whose `_backward` must accumulate
+    check: int  # the check cell that runs TARGET_CHECK
 
     def mistake(self) -> str:
         """The classic mistake in the stub: assign each gradient (`=`) where it must accumulate (`+=`)."""
@@ -67,12 +70,8 @@ def filled(source_cell_source: str) -> str:
     return "\n".join(ln for ln in source_cell_source.splitlines() if not SOLUTION_MARKER.match(ln))
 
 
-def calls_target_check(source: str) -> bool:
-    return "check(" in source and TARGET_CHECK in source
-
-
 def exercise_from(learner: Path, source: Path, lab_root: Path) -> Exercise:
-    """Pair a learner notebook with its nbgrader source by grade_id and find the `+=` stub and its check."""
+    """Pair a learner notebook with its nbgrader source by grade_id; find the `+` stub and the accumulation check."""
     lnb, snb = nbformat.read(learner, as_version=4), nbformat.read(source, as_version=4)
     by_id = {c.metadata.get("nbgrader", {}).get("grade_id"): c for c in snb.cells}
     solutions: dict[int, str] = {}
@@ -80,111 +79,27 @@ def exercise_from(learner: Path, source: Path, lab_root: Path) -> Exercise:
         meta = cell.metadata.get("nbgrader", {})
         if cell.cell_type == "code" and meta.get("solution"):
             assert meta.get("grade_id") in by_id, f"{learner.name}: stub cell {meta.get('grade_id')!r} has no source cell"
+            assert "NotImplementedError" in cell.source, f"{learner.name}: cell {meta['grade_id']!r} is not a stub"
             solutions[i] = filled(by_id[meta["grade_id"]].source)
-    checks = [i for i, c in enumerate(lnb.cells) if c.cell_type == "code" and calls_target_check(c.source)]
-    assert checks, f"{learner.name}: no check cell runs {TARGET_CHECK!r}"
-    stubs = [i for i in solutions if i < checks[0] and ".grad +=" in solutions[i] and "NotImplementedError" in lnb.cells[i].source]
-    assert stubs, f"{learner.name}: no stub cell above the {TARGET_CHECK!r} check whose solution accumulates `.grad +=`"
-    return Exercise(lab_root, str(learner.relative_to(lab_root)), solutions, stubs[-1], checks[0])
-
-
-FIXTURE_VALUE = '''class Value:
-    def __init__(self, data, _children=(), _op=""):
-        self.data = data
-        self.grad = 0.0
-        self._backward = lambda: None
-        self._prev = set(_children)
-        self._op = _op
-
-    def __repr__(self):
-        return f"Value(data={self.data}, grad={self.grad})"
-
-    def __add__(self, other):
-        other = other if isinstance(other, Value) else Value(other)
-        out = Value(self.data + other.data, (self, other), "+")
-
-        def _backward():
-            ### BEGIN SOLUTION
-            self.grad += out.grad
-            other.grad += out.grad
-            ### END SOLUTION
-
-        out._backward = _backward
-        return out
-
-    def __mul__(self, other):
-        other = other if isinstance(other, Value) else Value(other)
-        out = Value(self.data * other.data, (self, other), "*")
-
-        def _backward():
-            ### BEGIN SOLUTION
-            self.grad += other.data * out.grad
-            other.grad += self.data * out.grad
-            ### END SOLUTION
-
-        out._backward = _backward
-        return out
-
-    def backward(self):
-        topo, seen = [], set()
-
-        def build(v):
-            if v not in seen:
-                seen.add(v)
-                for child in v._prev:
-                    build(child)
-                topo.append(v)
-
-        build(self)
-        self.grad = 1.0
-        for v in reversed(topo):
-            v._backward()
-'''
-
-
-def write_fixture_notebooks(folder: Path) -> tuple[Path, Path]:
-    """A one-exercise stand-in for notebook 03 in the workbook's style, released by nbgrader's own preprocessors."""
-    from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
-    from nbgrader.preprocessors import ClearHiddenTests, ClearSolutions, ComputeChecksums, LockCells
-
-    def meta(grade_id: str, **flags: object) -> dict:
-        return {"nbgrader": {"schema_version": 3, "grade_id": grade_id, "solution": False, "grade": False,
-                             "locked": False, **flags}}
-
-    nb = new_notebook(cells=[
-        new_markdown_cell("# The automatic backward\nFill in `_backward` for `+` and `*`.", metadata=meta("intro", locked=True)),
-        new_code_cell(FIXTURE_VALUE, metadata=meta("value_backward", solution=True)),
-        new_code_cell(f'from autograder import check\n\ncheck("add_backward", "mul_backward", "{TARGET_CHECK}")',
-                      metadata=meta("check_backward", grade=True, locked=True, points=3)),
-    ])
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
-    source, learner = folder / "source" / "03_backward.ipynb", folder / "lab" / "03_backward.ipynb"
-    source.parent.mkdir(parents=True)
-    learner.parent.mkdir(parents=True)
-    nbformat.write(nb, source)
-    resources: dict = {}
-    for step in (LockCells(), ClearSolutions(), ClearHiddenTests(), ComputeChecksums()):
-        nb, resources = step.preprocess(nb, resources)
-    nbformat.write(nb, learner)
-    return source, learner
+    checks = [i for i, c in enumerate(lnb.cells) if c.cell_type == "code" and calls_check(c.source)]
+    target = [i for i in checks if TARGET_CHECK in lnb.cells[i].source]
+    assert target, f"{learner.name}: no check cell runs {TARGET_CHECK!r}"
+    stubs = [i for i in solutions if i < target[0] and ".grad +=" in solutions[i]]
+    assert stubs, f"{learner.name}: no stub above the {TARGET_CHECK!r} check whose solution accumulates `.grad +=`"
+    stub = next((i for i in stubs if "def __add__" in solutions[i]), stubs[0])
+    return Exercise(lab_root, str(learner.relative_to(lab_root)), solutions, checks, stub, target[0])
 
 
 @pytest.fixture(scope="module")
 def exercise(tmp_path_factory: pytest.TempPathFactory) -> Exercise:
-    """The real notebook 03 once the workbook exists; until then a stand-in built the same way nbgrader releases."""
-    tmp = tmp_path_factory.mktemp("browser-notebooks")
-    released = sorted((ROOT / "notebooks" / "workbook").glob("*.ipynb"))
-    if not released:
-        # Honest only while notebooks/workbook/ is empty: as soon as the workbook lands, notebook 03 is required.
-        source, learner = write_fixture_notebooks(tmp)
-        return exercise_from(learner, source, learner.parent)
-    learner_03 = [p for p in released if p.name.startswith("03_")]
-    assert learner_03, f"notebooks/workbook/ has no 03_*.ipynb (the backward notebook): {[p.name for p in released]}"
-    source = ROOT / "solutions" / "workbook" / learner_03[0].name
+    """Notebook 03 (the automatic backward), in a temporary copy of the learner notebooks."""
+    learner = sorted((ROOT / "notebooks" / "workbook").glob("03_*.ipynb"))
+    assert learner, "notebooks/workbook/ has no 03_*.ipynb (the backward notebook)"
+    source = ROOT / "solutions" / "workbook" / learner[0].name
     assert source.exists(), f"{source.relative_to(ROOT)} is missing"
-    lab_root = tmp / "notebooks"
+    lab_root = tmp_path_factory.mktemp("lab") / "notebooks"
     shutil.copytree(ROOT / "notebooks", lab_root, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
-    return exercise_from(lab_root / "workbook" / learner_03[0].name, source, lab_root)
+    return exercise_from(lab_root / "workbook" / learner[0].name, source, lab_root)
 
 
 # ---------------------------------------------------------------- JupyterLab and Chromium
@@ -370,8 +285,10 @@ def test_learner_fills_stub_sees_check_and_mistake_then_validates(lab: Lab, exer
         notebook.type_into(index, solution)
     notebook.run_all()
     expect(out).to_contain_text(f"✓ {TARGET_CHECK}", timeout=120_000)
-    expect(out).not_to_contain_text("✗")
-    expect(out).not_to_contain_text("Traceback")
+    for i in exercise.checks:  # every check cell of the solved notebook answers ✓, none ✗
+        expect(notebook.output(i)).to_contain_text("✓")
+        expect(notebook.output(i)).not_to_contain_text("✗")
+        expect(notebook.output(i)).not_to_contain_text("Traceback")
     notebook.shot("1-solution-passes", show=out)
 
     notebook.type_into(exercise.stub, exercise.mistake())
