@@ -1,4 +1,4 @@
-"""The learner's browser: JupyterLab in Debian's Chromium, a stub filled in, its check cell, and nbgrader's Validate."""
+"""The learner's browser: notebook 03 in JupyterLab in Debian's Chromium, stubs solved, a mistake diagnosed, Validate."""
 
 from __future__ import annotations
 
@@ -145,7 +145,20 @@ def stop(proc: subprocess.Popen) -> None:
 
 
 @pytest.fixture(scope="module")
-def lab(exercise: Exercise, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+def chromium() -> Path:
+    """Debian's Chromium and Playwright, checked before anything is started."""
+    if not CHROMIUM.exists():
+        _missing(f"Debian's chromium is not installed at {CHROMIUM} (apt-get install chromium; "
+                 "./workbook test installs it when CI=true)")
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        _missing("playwright is not installed (it is in the dev extra: pip install -e '.[dev]')")
+    return CHROMIUM
+
+
+@pytest.fixture(scope="module")
+def lab(chromium: Path, exercise: Exercise, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     """`jupyter lab` from this environment on 127.0.0.1, a free port, a token, and throw-away Jupyter dirs."""
     home = tmp_path_factory.mktemp("jupyter-home")
     settings = home / "lab-settings" / "@jupyterlab" / "apputils-extension"
@@ -185,19 +198,13 @@ def lab(exercise: Exercise, tmp_path_factory: pytest.TempPathFactory) -> Iterato
 
 
 @pytest.fixture(scope="module")
-def page(lab: Lab, tmp_path_factory: pytest.TempPathFactory):
+def page(chromium: Path, lab: Lab, tmp_path_factory: pytest.TempPathFactory):
     """A page in Debian's Chromium with a fresh user data dir, driven by Playwright."""
-    if not CHROMIUM.exists():
-        _missing(f"Debian's chromium is not installed at {CHROMIUM} (apt-get install chromium; "
-                 "./workbook test installs it when CI=true)")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        _missing("playwright is not installed (it is in the dev extra: pip install -e '.[dev]')")
+    from playwright.sync_api import sync_playwright
     profile = tmp_path_factory.mktemp("chromium-profile")
     with sync_playwright() as p:
         context = p.chromium.launch_persistent_context(
-            str(profile), executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_FLAGS,
+            str(profile), executable_path=str(chromium), headless=True, args=CHROMIUM_FLAGS,
             viewport={"width": 1400, "height": 1000},
         )
         try:
