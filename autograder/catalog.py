@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -15,6 +17,19 @@ from .safe import LearnerError, read_number, short_repr
 from .settings import Tolerance
 
 # ---------------------------------------------------------------- expressions
+
+TOPO_HINT = ("a node here reaches out through several paths: backward() must call each node's _backward exactly once, "
+             "and only after every node that uses it (reverse topological order, built with a visited set); "
+             "recursion without a topological sort, or a breadth-first walk, breaks this")
+EQ_HINT = ("two distinct nodes have equal data here: if Value defines __eq__/__hash__ by value, the visited set (or a "
+           "dict) merges them; leave __eq__ and __hash__ as identity, or key the visited set by id(node)")
+ASSIGN_HINT = ("{name} is used twice and one of its two gradients was overwritten: a _backward sets `grad = ...` "
+               "where it must accumulate `grad += ...`")
+ZERO_HINT = ("{name}.grad stayed 0: is the root seeded (out.grad = 1) inside backward()? is each op's _backward "
+             "assigned to its result (out._backward = _backward)? are nodes visited in REVERSE topological order?")
+SIGN_HINT = "the sign is flipped: look at `-`, __neg__, __sub__ or __rsub__ (which operand is subtracted from which?)"
+UNSWAPPED_HINT = ("in __mul__, self.grad needs other.data * out.grad and other.grad needs self.data * out.grad: "
+                  "the operands look unswapped")
 
 EXPRESSIONS: dict[str, Expr] = {
     # forward
@@ -36,17 +51,18 @@ EXPRESSIONS: dict[str, Expr] = {
     # order
     "chain": Expr(("a", "b", "c"), "(a * b) * c", exact=lambda a, b, c: (b * c, a * c, a * b)),
     "chain_up": Expr(("a", "b", "c"), "(a * b + c) * a", upstream=3.0),
-    "shared": Expr(("x",), "y = x * x\nout = y * 2 + y * 3", exact=lambda x: (10 * x,)),
-    "skip_mul": Expr(("x",), "y = x * x\nout = y + (y * 2.5) * 1.5", exact=lambda x: (2 * x * 4.75,)),
-    "diamond": Expr(("a", "b"), "c = a * b\nd = c + a\ne = c * d\nout = e + d * b"),
+    "shared": Expr(("x",), "y = x * x\nout = y * 2 + y * 3", exact=lambda x: (10 * x,), hint=TOPO_HINT),
+    "skip_mul": Expr(("x",), "y = x * x\nout = y + (y * 2.5) * 1.5", exact=lambda x: (2 * x * 4.75,), hint=TOPO_HINT),
+    "diamond": Expr(("a", "b"), "c = a * b\nd = c + a\ne = c * d\nout = e + d * b", hint=TOPO_HINT),
     # distinct nodes with equal data
-    "twins": Expr(("a", "b", "c"), "m = a * b\nn = b * a\nout = m * c + n", exact=lambda a, b, c: (b * c + b, a * c + a, a * b)),
-    "tied_leaves": Expr(("a", "b"), "a * b + b", tied=True, exact=lambda a, b: (b, a + 1)),
+    "twins": Expr(("a", "b", "c"), "m = a * b\nn = b * a\nout = m * c + n", exact=lambda a, b, c: (b * c + b, a * c + a, a * b),
+                  hint=EQ_HINT),
+    "tied_leaves": Expr(("a", "b"), "a * b + b", tied=True, exact=lambda a, b: (b, a + 1), hint=EQ_HINT),
     # tanh
     "tanh": Expr(("x",), "x.tanh()", upstream=3.0, exact=lambda x: (3 * (1 - math.tanh(x) ** 2),)),
     "tanh_mul": Expr(("a", "b"), "(a * b).tanh()", high=1.5),
-    "tanh_twice": Expr(("x",), "t = x.tanh()\nout = t * t + t"),
-    "skip_tanh": Expr(("x",), "y = x.tanh()\nout = y + (y * 2.5) * 1.5"),
+    "tanh_twice": Expr(("x",), "t = x.tanh()\nout = t * t + t", hint=TOPO_HINT),
+    "skip_tanh": Expr(("x",), "y = x.tanh()\nout = y + (y * 2.5) * 1.5", hint=TOPO_HINT),
     # exp
     "exp": Expr(("x",), "x.exp()", upstream=3.0, exact=lambda x: (3 * math.exp(x),)),
     "exp_mul": Expr(("a", "b"), "(a * b).exp()", high=1.5),
@@ -84,14 +100,16 @@ MISTAKES: dict[str, list[tuple[str, Callable[..., Sequence[float]]]]] = {
         "the local derivative of tanh is 1 - t**2; this looks like t**2 or 1 - t (check the formula)",
         lambda x: (3 * math.tanh(x) ** 2,),
     )],
-    "mul_up": [(
-        "in __mul__, self.grad needs other.data * out.grad and other.grad needs self.data * out.grad: the operands look unswapped",
-        lambda a, b: (3 * a, 3 * b),
-    )],
-    "mul": [(
-        "in __mul__, self.grad needs other.data * out.grad and other.grad needs self.data * out.grad: the operands look unswapped",
-        lambda a, b: (a, b),
-    )],
+    "mul_up": [
+        (UNSWAPPED_HINT, lambda a, b: (3 * a, 3 * b)),
+        # the upstream `* 3.0` is a multiplication too, so an unswapped __mul__ also gets out.grad wrong
+        (UNSWAPPED_HINT, lambda a, b: (a * a * b, b * a * b)),
+    ],
+    "mul": [(UNSWAPPED_HINT, lambda a, b: (a, b))],
+    "ab_plus_a": [
+        (ASSIGN_HINT.format(name="a"), lambda a, b: (b, a)),
+        (ASSIGN_HINT.format(name="a"), lambda a, b: (1.0, a)),
+    ],
     "exp": [(
         "the local derivative of exp(x) is exp(x), the output itself; this looks like x or 1",
         lambda x: (3 * x,),
@@ -132,9 +150,13 @@ def _where(expr: Expr, xs: Sequence[float]) -> str:
     return f"`{src}` at {args}"
 
 
-def _repro_block(expr: Expr, xs: Sequence[float], expected: Sequence[float] | None = None, backward: bool = True) -> str:
-    lines = expr.repro(xs, expected, backward).splitlines()
+def _repro_lines(lines: Sequence[str]) -> str:
+    """The indented `reproduce:` block that ends a failure message."""
     return "\n  reproduce:\n" + "\n".join("    " + ln for ln in lines)
+
+
+def _repro_block(expr: Expr, xs: Sequence[float], expected: Sequence[float] | None = None, backward: bool = True) -> str:
+    return _repro_lines(expr.repro(xs, expected, backward).splitlines())
 
 
 def _ratio_hint(expr: Expr, got: float, want: float, name: str, used_twice: bool) -> str:
@@ -143,10 +165,9 @@ def _ratio_hint(expr: Expr, got: float, want: float, name: str, used_twice: bool
         return ""
     r = got / want
     if abs(got) < 1e-12:
-        return (f"{name}.grad stayed 0: is the root seeded (out.grad = 1) inside backward()? is each op's _backward "
-                "assigned to its result (out._backward = _backward)? are nodes visited in REVERSE topological order?")
+        return ZERO_HINT.format(name=name)
     if abs(r + 1) < 1e-6:
-        return "the sign is flipped: look at `-`, __neg__, __sub__ or __rsub__ (which operand is subtracted from which?)"
+        return SIGN_HINT
     if expr.upstream != 1.0 and abs(r * expr.upstream - 1) < 1e-6:
         return f"off by the upstream factor {expr.upstream}: a _backward is missing `* out.grad` (the chain rule)"
     if used_twice and abs(r - 0.5) < 1e-6:
@@ -194,13 +215,14 @@ def judge_expression(case: Case, obs: Observation, tol: Tolerance) -> str | None
         return f"{obs['error']}\n  while computing {_where(expr, xs)}" + _repro_block(expr, xs, backward=case["backward"])
     ref = expr.reference(*xs)
     if not value_close(obs["data"], ref, tol.forward_rtol):
-        return (f"forward value of {_where(expr, xs)}: expected {ref:.10g}, got {obs['data']:.10g}"
+        hint = f"\n  hint: {SIGN_HINT}" if value_close(-obs["data"], ref, tol.forward_rtol) else ""
+        return (f"forward value of {_where(expr, xs)}: expected {ref:.10g}, got {obs['data']:.10g}{hint}"
                 + _repro_block(expr, xs, backward=case["backward"]))
     if not case["backward"]:
         return None
     if not grad_close(obs["root_grad"], 1.0, 1.0, tol.rtol, tol.atol):
-        return (f"after out.backward(), out.grad is {obs['root_grad']:.6g}, expected 1: backward() must seed the "
-                f"root with out.grad = 1 before walking the graph\n  expression {_where(expr, xs)}"
+        return (f"Value.backward: out.grad after out.backward() on {_where(expr, xs)}: expected 1, "
+                f"got {obs['root_grad']:.6g}\n  hint: backward() must seed the root, self.grad = 1, before walking the graph"
                 + _repro_block(expr, xs))
     estimates: list[Estimate] = gradient(expr.reference, xs)
     exact = list(expr.exact(*xs)) if expr.exact else None
@@ -211,7 +233,7 @@ def judge_expression(case: Case, obs: Observation, tol: Tolerance) -> str | None
         bound = tol.atol * max(1.0, abs(ref)) + tol.rtol * max(abs(g), abs(est.value))
         want = f"{est.value:.10g} (numerical"
         want += f"; exact {exact[i]:.10g})" if exact else ")"
-        hint = _ratio_hint(expr, g, est.value, p, _uses(expr, p) > 1)
+        hint = _ratio_hint(expr, g, est.value, p, _uses(expr, p) > 1) or expr.hint
         for text, wrong in MISTAKES.get(case["expr"], []):
             if all(grad_close(x, w, ref, 1e-6, 1e-9) for x, w in zip(got, wrong(*xs))):
                 hint = text
@@ -230,6 +252,7 @@ def expression_check(
     backward: bool = True,
     repeats: int = 2,
     points: float = 1.0,
+    required: tuple[str, ...] | None = None,
 ) -> Check:
     """A check over catalog expressions, each rebuilt `repeats` times (more when hidden)."""
     for k in keys:
@@ -239,14 +262,31 @@ def expression_check(
         n = repeats * 2 if hidden else repeats
         return [expression_case(k, rng, backward) for k in keys for _ in range(n)]
 
-    return Check(name, targets, description, cases, probe_expression, judge_expression, points)
+    return Check(name, targets, description, cases, probe_expression, judge_expression, points, required=required)
 
 
 # ---------------------------------------------------------------- special engine checks
 
-def _walk(root: Any, limit: int = 100_000) -> list[Any]:
-    """Every node reachable through `_prev`, by identity (never by the learner's __eq__/__hash__)."""
+def _children(node: Any, limit: int) -> list[Any]:
+    """A node's `_prev` as a list, refusing one-shot iterators, non-Values and endless collections."""
+    try:
+        prev = node._prev
+    except AttributeError:
+        raise LearnerError(f"a child in some node's _prev is a {type(node).__name__} ({short_repr(node)}), not a Value: "
+                           "_children must hold the operand Values") from None
+    if iter(prev) is prev:
+        raise LearnerError(f"_prev is a {type(prev).__name__}, an iterator that can be walked only once: "
+                           "store the children in a set, tuple or list")
+    kids = list(itertools.islice(prev, limit + 1))  # never list() an endless learner collection
+    if len(kids) > limit:
+        raise LearnerError(f"a node's _prev holds more than {limit} children: does _prev hold only the operands?")
+    return kids
+
+
+def _walk(root: Any, limit: int = 100_000) -> tuple[list[Any], dict[int, int]]:
+    """Every node reachable through `_prev`, by identity (never by the learner's __eq__/__hash__), and child counts."""
     seen: dict[int, Any] = {}
+    counts: dict[int, int] = {}
     stack = [root]
     while stack:
         node = stack.pop()
@@ -255,8 +295,10 @@ def _walk(root: Any, limit: int = 100_000) -> list[Any]:
         seen[id(node)] = node
         if len(seen) > limit:
             raise LearnerError(f"the graph has more than {limit} nodes: does _prev hold only the operands?")
-        stack.extend(list(node._prev))
-    return list(seen.values())
+        kids = _children(node, limit)
+        counts[id(node)] = len(kids)
+        stack.extend(kids)
+    return list(seen.values()), counts
 
 
 LADDER_RUNGS = 12
@@ -270,7 +312,7 @@ def probe_ladder(ns: Namespace, case: Case) -> Observation:
     for _ in range(LADDER_RUNGS):
         y = y * 0.5 + y * 0.5
     out = y * 3.0
-    nodes = _walk(out)
+    nodes, counts = _walk(out)
     calls: dict[int, int] = {}
 
     def counting(node: Any) -> Callable[[], Any]:
@@ -289,8 +331,8 @@ def probe_ladder(ns: Namespace, case: Case) -> Observation:
             raise LearnerError(f"could not wrap a node's _backward to count calls ({exc}): "
                                "_backward should be an assignable attribute") from None
     out.backward()
-    inner = [id(n) for n in nodes if len(list(n._prev)) > 0]
-    leaves = [id(n) for n in nodes if len(list(n._prev)) == 0]
+    inner = [id(n) for n in nodes if counts[id(n)] > 0]
+    leaves = [id(n) for n in nodes if counts[id(n)] == 0]
     return {
         "inner_calls": [calls.get(i, 0) for i in inner],
         "leaf_calls": [calls.get(i, 0) for i in leaves],
@@ -314,7 +356,8 @@ def judge_ladder(case: Case, obs: Observation, tol: Tolerance) -> str | None:
     never = sum(1 for c in inner if c == 0)
     if never:
         return (f"Value.backward never called _backward of {never} of {len(inner)} operation nodes on {where}\n"
-                "  hint: build the topological order from the root through _prev and call every node's _backward")
+                "  hint: build the topological order from the root through _prev and call every node's _backward; "
+                "if Value defines __eq__/__hash__ by value, nodes with equal data (y * 0.5 twice) are merged into one")
     if not grad_close(obs["grad"], 3.0, obs["data"], tol.rtol, tol.atol):
         return f"gradient of x on {where}: expected 3 (exact), got {obs['grad']:.10g}"
     return None
@@ -333,13 +376,22 @@ def judge_seed(case: Case, obs: Observation, tol: Tolerance) -> str | None:
     """backward() sets the root's grad to 1."""
     a, b = case["inputs"]
     where = f"out = a * b with a = Value({a!r}), b = Value({b!r})"
+    repro = _repro_lines([f"a = Value({a!r}); b = Value({b!r})", "out = a * b", "out.backward()",
+                          f"print(out.grad, a.grad)  # expected 1, {b!r}"])
     if "error" in obs:
-        return f"{obs['error']}\n  while calling out.backward() on {where}"
+        return f"{obs['error']}\n  while calling out.backward() on {where}" + repro
     if not grad_close(obs["root_grad"], 1.0, 1.0, tol.rtol, tol.atol):
-        return (f"Value.backward: after out.backward() on {where}, out.grad is {obs['root_grad']:.6g}, expected 1\n"
-                "  hint: the derivative of out with respect to itself is 1: set self.grad = 1 before walking the graph")
+        return (f"Value.backward: out.grad after out.backward() on {where}: expected 1, got {obs['root_grad']:.6g}\n"
+                "  hint: backward() must seed the root, self.grad = 1 (d out / d out), before walking the graph"
+                + repro)
     if not grad_close(obs["a_grad"], b, b, tol.rtol, tol.atol):
-        return f"Value.backward: a.grad on {where} is {obs['a_grad']:.6g}, expected {b!r} (b.data)"
+        hint = ""
+        if abs(obs["a_grad"]) < 1e-12:
+            hint = "\n  hint: " + ZERO_HINT.format(name="a")
+        elif grad_close(obs["a_grad"], a, a, tol.rtol, tol.atol):
+            hint = "\n  hint: " + UNSWAPPED_HINT
+        return (f"Value.__mul__ / Value.backward: a.grad after out.backward() on {where}: expected {b!r} (b.data), "
+                f"got {obs['a_grad']:.6g}{hint}" + repro)
     return None
 
 
@@ -361,15 +413,33 @@ def probe_repr(ns: Namespace, case: Case) -> Observation:
     return {"repr": str.__str__(text)[:500]}
 
 
+_NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?")
+
+
+def shows_number(text: str, x: float) -> bool:
+    """True when text contains x, rounded to however many decimals the text prints (at least one)."""
+    for m in _NUMBER.finditer(text):
+        literal = m.group()
+        mantissa, _, exponent = literal.lower().partition("e")
+        decimals = len(mantissa.partition(".")[2]) - int(exponent or 0)
+        if decimals < 1:
+            continue
+        # a repr rounded to 2 decimals (`{self.data:.2f}`) still shows the data
+        if abs(float(literal) - x) <= 0.5 * 10.0**-decimals * (1 + 1e-9) + 1e-15:
+            return True
+    return False
+
+
 def judge_repr(case: Case, obs: Observation, tol: Tolerance) -> str | None:
     """The repr shows the data."""
     if "error" in obs:
         return f"{obs['error']}\n  while calling repr(Value({case['x']!r}))"
     text = obs["repr"]
+    repro = _repro_lines([f"print(repr(Value({case['x']!r})))  # expected something like Value(data={case['x']!r})"])
     if " object at 0x" in text:
-        return f"Value.__repr__: repr(Value({case['x']!r})) is {text!r}: define __repr__ to show the data"
-    if repr(case["x"]) not in text and f"{case['x']:.4f}" not in text:
-        return f"Value.__repr__: repr(Value({case['x']!r})) is {text!r}, which does not show the data {case['x']!r}"
+        return f"Value.__repr__: repr(Value({case['x']!r})) is {text!r}: define __repr__ to show the data" + repro
+    if not shows_number(text, case["x"]):
+        return f"Value.__repr__: repr(Value({case['x']!r})) is {text!r}, which does not show the data {case['x']!r}" + repro
     return None
 
 
@@ -379,6 +449,12 @@ def repr_cases(rng: random.Random, hidden: bool) -> list[Case]:
 
 
 # ---------------------------------------------------------------- the net
+
+def _net_repro(build: str, weights: Sequence[float], *lines: str) -> str:
+    """Lines that rebuild a model with the case's weights and show the failing numbers."""
+    return _repro_lines([f"model = {build}", f"for p, w in zip(model.parameters(), {list(weights)!r}):",
+                         "    p.data = w", *lines])
+
 
 def _set_parameters(model: Any, weights: Sequence[float]) -> list[Any]:
     params = list(model.parameters())
@@ -458,12 +534,15 @@ def judge_forward(kind: str) -> Callable[[Case, Observation, Tolerance], str | N
         nin, nouts, weights = case["nin"], case["nouts"], case["weights"]
         call = {"Neuron": f"Neuron({nin})", "Layer": f"Layer({nin}, {nouts[0]})", "MLP": f"MLP({nin}, {nouts})"}[kind]
         if "error" in obs:
-            return f"{obs['error']}\n  while building {call} and calling it"
+            repro = _net_repro(call, weights, f"x = {case['xs'][0]!r}", "print(model(x))")
+            return f"{obs['error']}\n  while building {call} and calling it{repro}"
         if obs["count"] != len(weights):
             return (f"{call}.parameters() has {obs['count']} Values, expected {len(weights)} "
                     f"(every weight and bias, layer by layer, neuron by neuron)")
         if kind == "Layer" and not obs["single_is_value"]:
-            return f"Layer({nin}, 1)(x) should return the one output Value itself, not a list"
+            x = [0.5] * nin
+            return (f"Layer({nin}, 1)(x) should return the one output Value itself, not a list"
+                    + _repro_lines([f"print(Layer({nin}, 1)({x!r}))  # expected one Value, not a list"]))
         for x, got in zip(case["xs"], obs["outputs"]):
             want = nref.forward(weights, nin, nouts, x)
             if all(value_close(g, w, 1e-9) for g, w in zip(got, want)):
@@ -474,8 +553,10 @@ def judge_forward(kind: str) -> Callable[[Case, Observation, Tolerance], str | N
                 hint = "\n  hint: parameters() lists each neuron's bias before its weights; the spec is weights then bias"
             elif all(value_close(g, w, 1e-9) for g, w in zip(got, nref.forward(weights, nin, nouts, x, activation=False))):
                 hint = "\n  hint: the neuron's output must be tanh(w.x + b); the tanh is missing"
+            show = "model(x).data" if kind != "Layer" or nouts[0] == 1 else "[o.data for o in model(x)]"
+            repro = _net_repro(call, weights, f"x = {x!r}", f"print({show})  # expected {_fmt(want)}")
             return (f"{call}(x) at x = {x} with weights set through parameters(): expected {_fmt(want)}, "
-                    f"got {_fmt(got)}{hint}")
+                    f"got {_fmt(got)}{hint}{repro}")
         return None
 
     return judge
@@ -512,20 +593,26 @@ def judge_loss(case: Case, obs: Observation, tol: Tolerance) -> str | None:
     nin, nouts, weights, xs, ys = case["nin"], case["nouts"], case["weights"], case["xs"], case["ys"]
     where = f"mse_loss(MLP({nin}, {nouts}), xs, ys) with xs = {xs}, ys = {ys}"
     if "error" in obs:
-        return f"{obs['error']}\n  while computing {where}"
+        repro = _net_repro(f"MLP({nin}, {nouts})", weights, f"xs = {xs!r}; ys = {ys!r}",
+                           "loss = mse_loss(model, xs, ys)", "loss.backward()", "print(loss.data)")
+        return f"{obs['error']}\n  while computing {where}{repro}"
     if obs["count"] != len(weights):
         return f"MLP({nin}, {nouts}).parameters() has {obs['count']} Values, expected {len(weights)}"
     want = nref.mse(weights, nin, nouts, xs, ys)
+    setup = [f"xs = {xs!r}; ys = {ys!r}", "loss = mse_loss(model, xs, ys)"]
     if not value_close(obs["data"], want, tol.forward_rtol):
         hint = ""
         if value_close(obs["data"], want * len(xs), 1e-9):
             hint = "\n  hint: this is the sum of squared errors; the mean divides by the number of examples"
-        return f"{where}: expected {want:.10g}, got {obs['data']:.10g}{hint}"
+        repro = _net_repro(f"MLP({nin}, {nouts})", weights, *setup, f"print(loss.data)  # expected {want:.10g}")
+        return f"{where}: expected {want:.10g}, got {obs['data']:.10g}{hint}{repro}"
     est = gradient(lambda *w: nref.mse(w, nin, nouts, xs, ys), weights)
     for i, (g, e) in enumerate(zip(obs["grads"], est)):
         if not grad_close(g, e.value, want, tol.rtol, tol.atol):
+            repro = _net_repro(f"MLP({nin}, {nouts})", weights, *setup, "loss.backward()",
+                               f"print(model.parameters()[{i}].grad)  # expected {e.value:.10g}")
             return (f"gradient of parameter {i} (of {len(weights)}, in parameters() order) after "
-                    f"{where}.backward(): expected {e.value:.10g} (numerical), got {g:.10g}")
+                    f"{where}.backward(): expected {e.value:.10g} (numerical), got {g:.10g}{repro}")
     return None
 
 
@@ -564,9 +651,11 @@ def judge_train(case: Case, obs: Observation, tol: Tolerance) -> str | None:
     """The recorded losses follow plain gradient descent from the same start, and fall."""
     args = {k: case[k] for k in ("nin", "nouts", "weights", "xs", "ys", "steps", "lr")}
     where = f"train(MLP({case['nin']}, {case['nouts']}), xs, ys, steps={case['steps']}, lr={case['lr']})"
-    if "error" in obs:
-        return f"{obs['error']}\n  while running {where}"
     want = nref.descend(**args)
+    repro = _net_repro(f"MLP({case['nin']}, {case['nouts']})", case["weights"], f"xs = {case['xs']!r}; ys = {case['ys']!r}",
+                       f"print(train(model, xs, ys, {case['steps']}, {case['lr']}))  # expected {_fmt(want)}")
+    if "error" in obs:
+        return f"{obs['error']}\n  while running {where}{repro}"
     got = obs["losses"]
 
     def same(a: list[float], b: list[float]) -> bool:
@@ -580,10 +669,12 @@ def judge_train(case: Case, obs: Observation, tol: Tolerance) -> str | None:
     for mistake, text in TRAINING_MISTAKES.items():
         if same(got, nref.descend(**args, mistake=mistake)):
             hint = f"\n  hint: {text}"
+    if not hint and len(got) > 1 and all(x == got[0] for x in got):
+        hint = "\n  hint: the loss never changes: does each step call loss.backward() and move p.data by -lr * p.grad?"
     if len(got) != len(want):
-        return f"{where} returned {len(got)} losses, expected one per step ({len(want)})"
+        return f"{where} returned {len(got)} losses, expected one per step ({len(want)}){repro}"
     return (f"{where}: expected losses {_fmt(want)} (plain gradient descent from the same weights), "
-            f"got {_fmt(got)}{hint}")
+            f"got {_fmt(got)}{hint}{repro}")
 
 
 # ---------------------------------------------------------------- exercises of single notebooks
@@ -707,7 +798,7 @@ def probe_tanh_bricks(ns: Namespace, case: Case) -> Observation:
         out = ns["tanh_from_bricks"](leaf)
         if not hasattr(out, "data"):
             raise LearnerError(f"tanh_from_bricks(Value({x!r})) gave a {type(out).__name__} ({short_repr(out)}), not a Value")
-        nodes = _walk(out)
+        nodes, _ = _walk(out)
         ops = [n._op for n in nodes if isinstance(getattr(n, "_op", None), str)]
         data = read_number(out.data, "tanh_from_bricks(x).data")
         out.backward()
@@ -855,8 +946,8 @@ CHECKS: list[Check] = [
                      ["shared", "skip_mul", "diamond"]),
     Check("backward_once_per_node", (ADD, MUL, BWD), "each node's _backward runs exactly once",
           ladder_cases, probe_ladder, judge_ladder),
-    expression_check("backward_equal_data", (ADD, MUL, BWD), "distinct nodes with equal data stay distinct",
-                     ["twins", "tied_leaves"]),
+    expression_check("backward_equal_data", (ADD, MUL, BWD, f"{V}.__eq__", f"{V}.__hash__"),
+                     "distinct nodes with equal data stay distinct", ["twins", "tied_leaves"], required=(ADD, MUL, BWD)),
     # bricks (notebook 4)
     expression_check("tanh_backward", (f"{V}.tanh", BWD), "tanh: forward, and local derivative 1 - t**2",
                      ["tanh", "tanh_mul", "tanh_twice", "skip_tanh"]),

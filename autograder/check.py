@@ -56,6 +56,9 @@ class Check:
     points: float = 1.0
     group: str = "engine"  # engine and net checks make up the spec; exercise checks belong to one notebook
     tags: tuple[str, ...] = field(default=())
+    # the targets that must be defined for the check to run; None means all of them. A check may exercise a
+    # method the learner need not write (Value.__eq__ falls back to object's identity).
+    required: tuple[str, ...] | None = None
 
     def make_cases(self, hidden: bool = False) -> list[Case]:
         """The cases for the visible check, or other inputs (and more of them) for the hidden one."""
@@ -78,8 +81,9 @@ def is_defined(ns: Namespace, target: str) -> bool:
 
 
 def missing_targets(check: Check, ns: Namespace) -> list[str]:
-    """The check's targets that the namespace lacks."""
-    return [t for t in check.targets if not is_defined(ns, t)]
+    """The check's required targets that the namespace lacks."""
+    needed = check.targets if check.required is None else check.required
+    return [t for t in needed if not is_defined(ns, t)]
 
 
 def _blame(tb: Any) -> str:
@@ -87,7 +91,8 @@ def _blame(tb: Any) -> str:
     blamed = ""
     for frame, _ in traceback.walk_tb(tb):
         code = frame.f_code
-        if code.co_filename.startswith(_PACKAGE_DIR):
+        # the grader's own frames, and the expression text it runs on the learner's Values, are not the learner's
+        if code.co_filename.startswith((_PACKAGE_DIR, "<expression")):
             continue
         blamed = getattr(code, "co_qualname", code.co_name)
     return blamed
@@ -101,7 +106,9 @@ def observe(check: Check, ns: Namespace, case: Case, limits: Limits | None = Non
             return check.probe(ns, case)
     except LearnerError as exc:
         return {"error": str(exc)}
-    except (Exception, SystemExit) as exc:
+    except KeyboardInterrupt:
+        raise  # the person running the grader pressed Ctrl-C
+    except BaseException as exc:  # learner code may raise anything, SystemExit and GeneratorExit included
         where = _blame(exc.__traceback__)
         where = f" in {where}" if where else ""
         if isinstance(exc, NotImplementedError):
@@ -110,6 +117,8 @@ def observe(check: Check, ns: Namespace, case: Case, limits: Limits | None = Non
             return {"error": f"RecursionError{where}: the graph is only a few hundred nodes deep, so a method calls itself without end"}
         if isinstance(exc, SystemExit):
             return {"error": f"learner code called sys.exit(){where}"}
+        if not isinstance(exc, Exception):
+            return {"error": f"learner code raised {describe(exc)}{where}"}
         return {"error": f"{describe(exc)}{where}"}
 
 

@@ -9,7 +9,6 @@ from collections.abc import Sequence
 
 from . import catalog, report
 from .check import Check, CheckResult, missing_targets, run_checks
-from .grading.source import GradingError
 from .loader import UnreadableFile, load
 from .settings import Limits, Tolerance, load_config
 
@@ -102,8 +101,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(report.as_json(results) if args.json else report.human(results))
             return 0 if all(r.passed for r in results) else 1
         if args.command == "grade":
-            return grade_command(args)
-    except (UsageError, UnreadableFile, FileNotFoundError, GradingError) as exc:
+            # nbgrader takes seconds to import, and `check` (a learner's every keystroke) never needs it
+            from .grading.source import GradingError
+
+            try:
+                return grade_command(args)
+            except GradingError as exc:
+                print(f"autograder: error: {exc}", file=sys.stderr)
+                return 2
+    except (UsageError, UnreadableFile, FileNotFoundError) as exc:
         print(f"autograder: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -61,6 +61,7 @@ class Expr:
     low: float = 0.3
     high: float = 2.5
     tied: bool = False  # every leaf gets the same data (distinct nodes, equal values)
+    hint: str = ""  # the likely misconception when this graph fails and the numbers match no known mistake
 
     @property
     def source(self) -> str:

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import ast
 import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-import nbformat
 
 from .safe import captured_output, describe, time_limit
 
@@ -73,6 +72,8 @@ def definition_sources(path: Path) -> list[tuple[str, str]]:
         return [(str(path), text)]
     if path.suffix != ".ipynb":
         raise UnreadableFile(f"{path}: expected a .py file or an .ipynb notebook")
+    import nbformat  # only notebooks need it, and it takes most of a second to import
+
     try:
         nb = nbformat.reads(text, as_version=4)
     except Exception as exc:
@@ -91,7 +92,17 @@ def load(path: str | os.PathLike[str], cell_timeout: float = 60.0) -> Loaded:
     """Execute the definitions of PATH in a fresh namespace; a failing part is recorded, not fatal."""
     p = Path(path)
     loaded = Loaded({"__name__": "__learner__", "__file__": str(p)})
-    for label, code in definition_sources(p):
+    old_limit = sys.getrecursionlimit()
+    try:
+        _execute(p, definition_sources(p), loaded, cell_timeout)
+    finally:
+        sys.setrecursionlimit(old_limit)  # a learner cell may have changed it
+    return loaded
+
+
+def _execute(p: Path, sources: list[tuple[str, str]], loaded: Loaded, cell_timeout: float) -> None:
+    """Run each part in the shared namespace, recording failures instead of raising."""
+    for label, code in sources:
         try:
             compiled = compile(code, str(p) if label == str(p) else f"{p} ({label})", "exec")
         except SyntaxError as exc:
@@ -102,6 +113,7 @@ def load(path: str | os.PathLike[str], cell_timeout: float = 60.0) -> Loaded:
                 exec(compiled, loaded.namespace)
         except NotImplementedError:
             loaded.problems.append(f"{label}: raises NotImplementedError (not done yet)")
-        except (Exception, SystemExit) as exc:
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # SystemExit, GeneratorExit, ...: a broken cell, not a broken grader
             loaded.problems.append(f"{label}: {describe(exc)}")
-    return loaded

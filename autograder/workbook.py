@@ -256,10 +256,9 @@ def progress(iterable: Iterable[Any], total: int | None = None, desc: str = "") 
     """A tqdm progress bar: a widget in JupyterLab, text on stdout elsewhere (never on stderr)."""
     try:
         import ipywidgets  # noqa: F401  # tqdm.auto needs it for the widget bar
-        from IPython import get_ipython
 
-        in_kernel = get_ipython() is not None and "IPKernelApp" in get_ipython().config
-    except Exception:
+        in_kernel = _in_kernel()
+    except ImportError:
         in_kernel = False
     if in_kernel:
         from tqdm.notebook import tqdm
@@ -271,7 +270,9 @@ def progress(iterable: Iterable[Any], total: int | None = None, desc: str = "") 
 
 
 def _in_kernel() -> bool:
-    return "ipykernel" in sys.modules
+    """True inside a running Jupyter kernel, not merely when something imported ipykernel."""
+    app = sys.modules.get("ipykernel.kernelapp")
+    return app is not None and app.IPKernelApp.initialized()
 
 
 def _pyplot() -> Any:

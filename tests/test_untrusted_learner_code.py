@@ -1,0 +1,230 @@
+"""Raising, looping, lying or exiting learner code gives a failed check with a clear message: never a crash or a pass."""
+
+import pytest
+from conftest import ENGINES
+
+from autograder import catalog
+from autograder.check import run_check, run_checks
+from autograder.settings import Limits
+
+# A time-limit alarm that lands in a gc callback (hypothesis installs one) is reported by Python as "unraisable";
+# time_limit then fires again, which is what these tests prove, so the warning is expected here.
+pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+
+REFERENCE = (ENGINES / "reference.py").read_text()
+FAST = Limits(check_timeout=0.3)
+
+
+def engine(patch: str) -> dict:
+    """The reference engine with `patch` run after it (it rebinds methods of Value and friends)."""
+    ns: dict = {"__name__": "__learner__"}
+    exec(compile(REFERENCE + "\n" + patch, "<learner>", "exec"), ns)
+    return ns
+
+
+def failure(check: str, patch: str) -> str:
+    """The message of check `check` on the patched engine, which must fail."""
+    result = run_check(catalog.get(check), engine(patch), limits=FAST)
+    assert not result.passed and result.points == 0
+    assert "Traceback" not in result.message
+    return result.message
+
+
+GRAD_AFTER_MUL = '''
+_mul = Value.__mul__
+def __mul__(self, other):
+    out = _mul(self, other)
+    inner = out._backward
+    def _backward():
+        inner()
+        self.grad = {value}
+    out._backward = _backward
+    return out
+Value.__mul__ = __mul__
+'''
+
+
+GRAD_AFTER_BACKWARD = '''
+_bw = Value.backward
+def backward(self):
+    _bw(self)
+    self.grad = {value}
+Value.backward = backward
+'''
+
+
+@pytest.mark.parametrize(("value", "says"), [
+    ("'0.5'", "is a str ('0.5'), expected a number"),
+    ("None", "is a NoneType (None), expected a number"),
+    ("[1.0]", "is a list (list of 1), expected a number"),
+    ("complex(1, 0)", "is a complex"),
+    ("True", "is a bool"),
+    ("type('AlwaysEqual', (), {'__eq__': lambda s, o: True, '__hash__': lambda s: 0})()", "is a AlwaysEqual"),
+])
+def test_grad_that_is_not_a_number_fails_with_its_type(value, says):
+    assert says in failure("mul_backward", GRAD_AFTER_BACKWARD.format(value=value))
+    assert "out.grad" in failure("mul_backward", GRAD_AFTER_BACKWARD.format(value=value))
+
+
+def test_junk_grad_inside_the_graph_names_the_failing_operation():
+    message = failure("mul_backward", GRAD_AFTER_MUL.format(value="'0.5'"))
+    assert "TypeError" in message and "in Value.__mul__.<locals>._backward" in message
+
+
+LIAR = '''
+class Liar(float):
+    """Stores 0.0 but claims to be anything: equal to all, close to all."""
+    def __float__(self): return 1e9
+    def __eq__(self, other): return True
+    __hash__ = float.__hash__
+    def __sub__(self, other): return Liar(0.0)
+    __rsub__ = __sub__
+    def __abs__(self): return 0.0
+    def __lt__(self, other): return True
+    __le__ = __lt__
+'''
+
+
+def test_float_subclass_that_lies_is_read_by_its_stored_value():
+    message = failure("mul_backward", LIAR + GRAD_AFTER_MUL.format(value="Liar(0.0)"))
+    assert "got 0" in message and "expected" in message
+
+
+def test_int_subclass_that_lies_is_read_by_its_stored_value():
+    patch = "class Lying(int):\n    def __index__(self): return 7\n    def __float__(self): return 7.0\n"
+    message = failure("mul_backward", patch + GRAD_AFTER_MUL.format(value="Lying(0)"))
+    assert "got 0" in message
+
+
+def test_data_of_huge_int_fails_instead_of_overflowing():
+    patch = "_add = Value.__add__\nValue.__add__ = lambda s, o: Value(10**400, (s,))\n"
+    assert "expected" in failure("add_forward", patch)
+
+
+def test_method_that_raises_names_the_exception_and_the_method():
+    patch = "def __add__(self, other):\n    raise ValueError('no adding today')\nValue.__add__ = __add__\n"
+    message = failure("add_forward", patch)
+    assert "ValueError: no adding today in __add__" in message and "`out = a + b`" in message
+
+
+def test_backward_closure_that_raises_is_blamed_on_the_closure():
+    message = failure("mul_backward", GRAD_AFTER_MUL.format(value="1 / 0"))
+    assert "ZeroDivisionError" in message and "__mul__.<locals>._backward" in message
+
+
+def test_infinite_loop_hits_the_per_check_time_limit():
+    patch = "def backward(self):\n    while True:\n        pass\nValue.backward = backward\n"
+    assert "did not finish within 0.3 s" in failure("add_backward", patch)
+
+
+def test_infinite_loop_in_the_net_hits_the_time_limit():
+    patch = "def train(model, xs, ys, steps, lr):\n    while True:\n        pass\n"
+    assert "did not finish within 0.3 s" in failure("train_descends", patch)
+
+
+def test_sys_exit_in_a_method_is_a_failed_check():
+    patch = "import sys\ndef tanh(self):\n    sys.exit(3)\nValue.tanh = tanh\n"
+    assert "called sys.exit() in tanh" in failure("tanh_backward", patch)
+
+
+def test_other_base_exceptions_are_failed_checks():
+    patch = "def exp(self):\n    raise GeneratorExit('odd')\nValue.exp = exp\n"
+    assert "GeneratorExit" in failure("exp_backward", patch)
+
+
+def test_generator_prev_is_named():
+    patch = '''
+_init = Value.__init__
+def __init__(self, data, _children=(), _op="", label=""):
+    _init(self, data, _children, _op, label)
+    self._prev = (c for c in _children)
+Value.__init__ = __init__
+'''
+    assert "_prev is a generator" in failure("backward_once_per_node", patch)
+
+
+def test_endless_prev_is_refused_without_hanging():
+    patch = '''
+import itertools
+class Endless:
+    def __iter__(self):
+        return (Value(1.0) for _ in itertools.count())
+_init = Value.__init__
+def __init__(self, data, _children=(), _op="", label=""):
+    _init(self, data, _children, _op, label)
+    if _children:
+        self._prev = Endless()
+Value.__init__ = __init__
+'''
+    ladder = run_check(catalog.get("backward_once_per_node"), engine(patch), limits=Limits(check_timeout=5))
+    assert not ladder.passed and "more than 100000 children" in ladder.message
+    assert "did not finish" in failure("add_backward", patch)  # the learner's own backward loops
+
+
+def test_prev_holding_numbers_is_named():
+    patch = '''
+_init = Value.__init__
+def __init__(self, data, _children=(), _op="", label=""):
+    _init(self, data, _children, _op, label)
+    self._prev = tuple(c.data for c in _children)
+Value.__init__ = __init__
+'''
+    assert "is a float" in failure("backward_once_per_node", patch)
+
+
+def test_operator_returning_a_plain_number_is_named():
+    patch = "Value.__mul__ = lambda self, other: self.data * getattr(other, 'data', other)\n"
+    assert "not a Value" in failure("mul_forward", patch)
+
+
+def test_flooding_stdout_is_swallowed_and_the_check_still_judges(capsys):
+    patch = '''
+_bw = Value.backward
+def backward(self):
+    for _ in range(100_000):
+        print("debug " * 10)
+    _bw(self)
+Value.backward = backward
+'''
+    result = run_check(catalog.get("add_backward"), engine(patch), limits=Limits(check_timeout=5))
+    assert result.passed
+    assert capsys.readouterr().out == ""
+
+
+def test_repr_that_raises_or_returns_junk_fails_cleanly():
+    assert "RuntimeError" in failure("value_repr", "def r(self):\n    raise RuntimeError('x')\nValue.__repr__ = r\n")
+    assert "TypeError" in failure("value_repr", "Value.__repr__ = lambda self: 42\n")
+
+
+def test_learner_recursion_limit_change_is_undone():
+    import sys
+
+    before = sys.getrecursionlimit()
+    patch = "import sys\ndef r(self):\n    sys.setrecursionlimit(60)\n    return 'Value(1.0)'\nValue.__repr__ = r\n"
+    run_checks(catalog.spec_checks()[:3], engine(patch), limits=FAST)
+    assert sys.getrecursionlimit() == before
+
+
+def test_a_whole_hostile_engine_is_graded_without_raising():
+    patch = LIAR + GRAD_AFTER_MUL.format(value="Liar(0.0)") + "Value.tanh = lambda self: (_ for _ in ()).throw(SystemExit)\n"
+    results = run_checks(catalog.spec_checks(), engine(patch), limits=FAST)
+    failed = {r.name for r in results if not r.passed}
+    assert {"mul_backward", "tanh_backward", "neuron_forward", "train_descends"} <= failed
+
+
+def test_time_limit_survives_a_timeout_swallowed_by_a_finalizer():
+    # a loop that swallows every exception except on the first few tries would hang a one-shot alarm
+    patch = '''
+def backward(self):
+    swallowed = 0
+    while True:
+        try:
+            while True:
+                pass
+        except Exception:
+            swallowed += 1
+            if swallowed > 2:
+                raise
+Value.backward = backward
+'''
+    assert "did not finish within 0.3 s" in failure("add_backward", patch)
