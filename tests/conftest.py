@@ -1,5 +1,6 @@
 """Shared fixtures."""
 
+import os
 from pathlib import Path
 
 import pytest
@@ -16,3 +17,12 @@ def engine_path():
         return ENGINES / f"{name}.py"
 
     return path
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Inside the fresh-clone test's own `./workbook test`, skip that test: no endless recursion."""
+    if os.environ.get("WORKBOOK_FRESH_CLONE_INNER") == "1":
+        skip = pytest.mark.skip(reason="inside the fresh-clone test's own run of ./workbook test (no recursion)")
+        for item in items:
+            if "fresh_clone" in item.keywords:
+                item.add_marker(skip)

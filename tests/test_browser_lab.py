@@ -1,0 +1,321 @@
+"""The learner's browser: notebook 03 in JupyterLab in Debian's Chromium, stubs solved, a mistake diagnosed, Validate."""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from autograder.loader import calls_check
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = Path("/usr/bin/chromium")
+# Flags for this kind of machine (root, no GPU, no network but package mirrors); never a browser download.
+CHROMIUM_FLAGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--no-first-run",
+]
+ARTIFACTS = ROOT / "test-artifacts" / "browser"
+IN_CI = os.environ.get("CI") == "true"
+# The exercise this test drives: the `_backward` of `+` and `*`, checked for accumulation (`+=`, not `=`).
+TARGET_CHECK = "backward_accumulates"
+SOLUTION_MARKER = re.compile(r"^\s*### (BEGIN|END) SOLUTION\s*$")
+
+pytestmark = pytest.mark.browser
+
+
+def _missing(reason: str) -> None:
+    """In CI a missing piece of the browser test is a failure; elsewhere the test is skipped with the reason."""
+    if IN_CI:
+        pytest.fail(f"CI=true but {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
+# ---------------------------------------------------------------- the notebook under test
+
+
+@dataclass
+class Exercise:
+    """A learner notebook, its solutions cell by cell, and which stub and check cell the test drives."""
+
+    lab_root: Path  # a copy of notebooks/ the server may write to
+    notebook: str  # path relative to lab_root
+    solutions: dict[int, str]  # learner cell index -> the stub cell's source with the solution filled in
+    checks: list[int]  # every check cell
+    stub: int  # the `+` exercise, whose `_backward` must accumulate
+    check: int  # the check cell that runs TARGET_CHECK
+
+    def mistake(self) -> str:
+        """The classic mistake in the stub: assign each gradient (`=`) where it must accumulate (`+=`)."""
+        wrong, n = re.subn(r"(\.grad\s*)\+=", r"\1=", self.solutions[self.stub])
+        assert n > 0, "the solution of the stub cell has no `.grad +=` to get wrong"
+        return wrong
+
+
+def filled(source_cell_source: str) -> str:
+    """What a learner who solved the cell has: the instructor's source without the solution markers."""
+    return "\n".join(ln for ln in source_cell_source.splitlines() if not SOLUTION_MARKER.match(ln))
+
+
+def exercise_from(learner: Path, source: Path, lab_root: Path) -> Exercise:
+    """Pair a learner notebook with its nbgrader source by grade_id; find the `+` stub and the accumulation check."""
+    lnb, snb = nbformat.read(learner, as_version=4), nbformat.read(source, as_version=4)
+    by_id = {c.metadata.get("nbgrader", {}).get("grade_id"): c for c in snb.cells}
+    solutions: dict[int, str] = {}
+    for i, cell in enumerate(lnb.cells):
+        meta = cell.metadata.get("nbgrader", {})
+        if cell.cell_type == "code" and meta.get("solution"):
+            assert meta.get("grade_id") in by_id, f"{learner.name}: stub cell {meta.get('grade_id')!r} has no source cell"
+            assert "NotImplementedError" in cell.source, f"{learner.name}: cell {meta['grade_id']!r} is not a stub"
+            solutions[i] = filled(by_id[meta["grade_id"]].source)
+    checks = [i for i, c in enumerate(lnb.cells) if c.cell_type == "code" and calls_check(c.source)]
+    target = [i for i in checks if TARGET_CHECK in lnb.cells[i].source]
+    assert target, f"{learner.name}: no check cell runs {TARGET_CHECK!r}"
+    stubs = [i for i in solutions if i < target[0] and ".grad +=" in solutions[i]]
+    assert stubs, f"{learner.name}: no stub above the {TARGET_CHECK!r} check whose solution accumulates `.grad +=`"
+    stub = next((i for i in stubs if "def __add__" in solutions[i]), stubs[0])
+    return Exercise(lab_root, str(learner.relative_to(lab_root)), solutions, checks, stub, target[0])
+
+
+@pytest.fixture(scope="module")
+def exercise(tmp_path_factory: pytest.TempPathFactory) -> Exercise:
+    """Notebook 03 (the automatic backward), in a temporary copy of the learner notebooks."""
+    learner = sorted((ROOT / "notebooks" / "workbook").glob("03_*.ipynb"))
+    assert learner, "notebooks/workbook/ has no 03_*.ipynb (the backward notebook)"
+    source = ROOT / "solutions" / "workbook" / learner[0].name
+    assert source.exists(), f"{source.relative_to(ROOT)} is missing"
+    lab_root = tmp_path_factory.mktemp("lab") / "notebooks"
+    shutil.copytree(ROOT / "notebooks", lab_root, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+    return exercise_from(lab_root / "workbook" / learner[0].name, source, lab_root)
+
+
+# ---------------------------------------------------------------- JupyterLab and Chromium
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class Lab:
+    url: str
+    token: str
+
+
+def wait_until_served(url: str, proc: subprocess.Popen, log: Path, timeout: float = 90) -> None:
+    """Poll until the server answers 200, failing early (with its log) when it exits."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            pytest.fail(f"jupyter lab exited with {proc.returncode}:\n{log.read_text()[-3000:]}", pytrace=False)
+        try:
+            with urllib.request.urlopen(url, timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.3)
+    pytest.fail(f"jupyter lab did not serve {url} within {timeout:.0f} s:\n{log.read_text()[-3000:]}", pytrace=False)
+
+
+def stop(proc: subprocess.Popen) -> None:
+    """SIGTERM lets the server shut its kernels down; its own process group is killed only if it hangs."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+@pytest.fixture(scope="module")
+def chromium() -> Path:
+    """Debian's Chromium and Playwright, checked before anything is started."""
+    if not CHROMIUM.exists():
+        _missing(f"Debian's chromium is not installed at {CHROMIUM} (apt-get install chromium; "
+                 "./workbook test installs it when CI=true)")
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        _missing("playwright is not installed (it is in the dev extra: pip install -e '.[dev]')")
+    return CHROMIUM
+
+
+@pytest.fixture(scope="module")
+def lab(chromium: Path, exercise: Exercise, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    """`jupyter lab` from this environment on 127.0.0.1, a free port, a token, and throw-away Jupyter dirs."""
+    home = tmp_path_factory.mktemp("jupyter-home")
+    settings = home / "lab-settings" / "@jupyterlab" / "apputils-extension"
+    settings.mkdir(parents=True)
+    # No news pop-up over the screenshots, and no request to the internet.
+    (settings / "notification.jupyterlab-settings").write_text('{"fetchNews": "false", "checkForUpdates": false}')
+    env = {
+        **os.environ,
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        "JUPYTER_CONFIG_DIR": str(home / "config"),
+        "JUPYTER_DATA_DIR": str(home / "data"),
+        "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
+        "JUPYTERLAB_SETTINGS_DIR": str(home / "lab-settings"),
+        "JUPYTERLAB_WORKSPACES_DIR": str(home / "workspaces"),
+        "IPYTHONDIR": str(home / "ipython"),
+    }
+    env.pop("NBGRADER_EXECUTION", None)
+    port, token = free_port(), secrets.token_hex(16)
+    cmd = [
+        str(Path(sys.executable).parent / "jupyter"), "lab", "--no-browser",
+        "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
+        f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={exercise.lab_root}",
+    ]
+    if os.geteuid() == 0:
+        cmd.append("--allow-root")
+    log = home / "lab.log"
+    with log.open("w") as out:
+        # cwd is the lab root: nbgrader's validate handler reads an nbgrader_config.py from the server's cwd.
+        proc = subprocess.Popen(cmd, cwd=exercise.lab_root, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        wait_until_served(f"{url}/api/status?token={token}", proc, log)
+        yield Lab(url, token)
+    finally:
+        stop(proc)
+
+
+@pytest.fixture(scope="module")
+def page(chromium: Path, lab: Lab, tmp_path_factory: pytest.TempPathFactory):
+    """A page in Debian's Chromium with a fresh user data dir, driven by Playwright."""
+    from playwright.sync_api import sync_playwright
+    profile = tmp_path_factory.mktemp("chromium-profile")
+    with sync_playwright() as p:
+        context = p.chromium.launch_persistent_context(
+            str(profile), executable_path=str(chromium), headless=True, args=CHROMIUM_FLAGS,
+            viewport={"width": 1400, "height": 1000},
+        )
+        try:
+            yield context.new_page()
+        finally:
+            context.close()
+
+
+# ---------------------------------------------------------------- the test
+
+
+class Notebook:
+    """What a learner does with the notebook in JupyterLab, through the page."""
+
+    def __init__(self, page, shots: Path) -> None:
+        self.page, self.shots = page, shots
+        self.cells = page.locator(".jp-Notebook .jp-Cell")
+
+    def open(self, lab: Lab, path: str) -> None:
+        """Open the notebook and wait until its kernel is idle (the status bar says so)."""
+        self.page.goto(f"{lab.url}/lab/tree/{path}?token={lab.token}")
+        self.cells.first.wait_for(timeout=90_000)
+        self.page.locator(".jp-StatusBar-Item", has_text="| Idle").wait_for(timeout=90_000)
+
+    def type_into(self, index: int, text: str) -> None:
+        """Select everything in the cell's editor and type the new code over it."""
+        self.cells.nth(index).locator(".cm-content").click()
+        self.page.keyboard.press("Control+a")
+        self.page.keyboard.insert_text(text)
+
+    def run(self, index: int) -> None:
+        """Run one cell in place (Ctrl+Enter), as a learner does."""
+        self.cells.nth(index).locator(".cm-content").click()
+        self.page.keyboard.press("Control+Enter")
+
+    def run_all(self) -> None:
+        """Run every code cell from the top, one Ctrl+Enter after another (the kernel queues them)."""
+        for i in range(self.cells.count()):
+            if "jp-CodeCell" in (self.cells.nth(i).get_attribute("class") or ""):
+                self.run(i)
+
+    def output(self, index: int):
+        return self.cells.nth(index).locator(".jp-OutputArea")
+
+    def validate(self):
+        """Press nbgrader's Validate button (it saves the notebook first) and return the results dialog."""
+        self.page.get_by_role("button", name="Validate").click()
+        dialog = self.page.locator(".jp-Dialog").filter(has_text="Validation Results")
+        dialog.wait_for(timeout=120_000)
+        return dialog
+
+    def close_dialog(self) -> None:
+        self.page.locator(".jp-Dialog").get_by_role("button", name="Ok").click()
+        self.page.locator(".jp-Dialog").wait_for(state="detached")
+
+    def shot(self, name: str, show=None) -> Path:
+        """Screenshot the page, scrolled (inside JupyterLab's own panel) so that `show` is in view."""
+        if show is not None:
+            show.scroll_into_view_if_needed()
+        path = self.shots / f"{name}.png"
+        self.page.screenshot(path=str(path))
+        return path
+
+
+@pytest.fixture
+def notebook(page, capsys: pytest.CaptureFixture) -> Iterator[Notebook]:
+    shots = ARTIFACTS
+    shutil.rmtree(shots, ignore_errors=True)
+    shots.mkdir(parents=True)
+    nb = Notebook(page, shots)
+    try:
+        yield nb
+    finally:
+        nb.shot("last")  # the state at the end, or at the failure
+        with capsys.disabled():
+            print(f"\nbrowser test screenshots: {shots}")
+
+
+def test_learner_fills_stub_sees_check_and_mistake_then_validates(lab: Lab, exercise: Exercise, notebook: Notebook):
+    from playwright.sync_api import expect
+
+    notebook.open(lab, exercise.notebook)
+    out = notebook.output(exercise.check)
+    for index, solution in exercise.solutions.items():
+        notebook.type_into(index, solution)
+    notebook.run_all()
+    expect(out).to_contain_text(f"✓ {TARGET_CHECK}", timeout=120_000)
+    for i in exercise.checks:  # every check cell of the solved notebook answers ✓, none ✗
+        expect(notebook.output(i)).to_contain_text("✓")
+        expect(notebook.output(i)).not_to_contain_text("✗")
+        expect(notebook.output(i)).not_to_contain_text("Traceback")
+    notebook.shot("1-solution-passes", show=out)
+
+    notebook.type_into(exercise.stub, exercise.mistake())
+    notebook.run(exercise.stub)
+    notebook.run(exercise.check)
+    expect(out).to_contain_text(f"✗ {TARGET_CHECK}", timeout=60_000)
+    expect(out).to_contain_text("accumulate `grad += ...`")  # the diagnosis names the misconception
+    expect(out).not_to_contain_text("Traceback")
+    notebook.shot("2-mistake-diagnosed", show=out)
+
+    dialog = notebook.validate()  # the saved notebook still holds the mistake: validation must fail
+    expect(dialog).not_to_contain_text("Success!")
+    expect(dialog).to_contain_text("The following cell failed")
+    notebook.shot("3-validate-fails-on-mistake")
+    notebook.close_dialog()
+
+    notebook.type_into(exercise.stub, exercise.solutions[exercise.stub])
+    notebook.run(exercise.stub)
+    notebook.run(exercise.check)
+    expect(out).to_contain_text(f"✓ {TARGET_CHECK}", timeout=60_000)
+    dialog = notebook.validate()
+    expect(dialog).to_contain_text("Success! Your notebook passes all the tests.")
+    notebook.shot("4-validate-succeeds")
