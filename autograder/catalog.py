@@ -283,10 +283,10 @@ def _children(node: Any, limit: int) -> list[Any]:
     return kids
 
 
-def _walk(root: Any, limit: int = 100_000) -> tuple[list[Any], dict[int, int]]:
-    """Every node reachable through `_prev`, by identity (never by the learner's __eq__/__hash__), and child counts."""
+def walk_graph(root: Any, limit: int = 100_000) -> tuple[list[Any], dict[int, list[Any]]]:
+    """Every node reachable through `_prev`, by identity (never by the learner's __eq__/__hash__), and its children."""
     seen: dict[int, Any] = {}
-    counts: dict[int, int] = {}
+    children: dict[int, list[Any]] = {}
     stack = [root]
     while stack:
         node = stack.pop()
@@ -296,9 +296,9 @@ def _walk(root: Any, limit: int = 100_000) -> tuple[list[Any], dict[int, int]]:
         if len(seen) > limit:
             raise LearnerError(f"the graph has more than {limit} nodes: does _prev hold only the operands?")
         kids = _children(node, limit)
-        counts[id(node)] = len(kids)
+        children[id(node)] = kids
         stack.extend(kids)
-    return list(seen.values()), counts
+    return list(seen.values()), children
 
 
 LADDER_RUNGS = 12
@@ -312,7 +312,7 @@ def probe_ladder(ns: Namespace, case: Case) -> Observation:
     for _ in range(LADDER_RUNGS):
         y = y * 0.5 + y * 0.5
     out = y * 3.0
-    nodes, counts = _walk(out)
+    nodes, children = walk_graph(out)
     calls: dict[int, int] = {}
 
     def counting(node: Any) -> Callable[[], Any]:
@@ -331,8 +331,8 @@ def probe_ladder(ns: Namespace, case: Case) -> Observation:
             raise LearnerError(f"could not wrap a node's _backward to count calls ({exc}): "
                                "_backward should be an assignable attribute") from None
     out.backward()
-    inner = [id(n) for n in nodes if counts[id(n)] > 0]
-    leaves = [id(n) for n in nodes if counts[id(n)] == 0]
+    inner = [id(n) for n in nodes if children[id(n)]]
+    leaves = [id(n) for n in nodes if not children[id(n)]]
     return {
         "inner_calls": [calls.get(i, 0) for i in inner],
         "leaf_calls": [calls.get(i, 0) for i in leaves],
@@ -798,7 +798,7 @@ def probe_tanh_bricks(ns: Namespace, case: Case) -> Observation:
         out = ns["tanh_from_bricks"](leaf)
         if not hasattr(out, "data"):
             raise LearnerError(f"tanh_from_bricks(Value({x!r})) gave a {type(out).__name__} ({short_repr(out)}), not a Value")
-        nodes, _ = _walk(out)
+        nodes, _ = walk_graph(out)
         ops = [n._op for n in nodes if isinstance(getattr(n, "_op", None), str)]
         data = read_number(out.data, "tanh_from_bricks(x).data")
         out.backward()

@@ -62,13 +62,6 @@ def _number(x: Any) -> str:
         return text if len(text) <= 20 else text[:17] + "..."
 
 
-def _children(node: Any) -> list[Any]:
-    try:
-        return list(getattr(node, "_prev", ()) or ())
-    except Exception:
-        return []
-
-
 @dataclass
 class _Box:
     key: str
@@ -116,16 +109,11 @@ class GraphPicture:
 
 def _layout(root: Any) -> tuple[dict[str, _Box], list[tuple[str, str]]]:
     """Boxes for values and ops, with edges child -> op -> result; found by identity, never by __eq__."""
-    nodes: dict[int, Any] = {}
-    stack = [root]
-    while stack:
-        n = stack.pop()
-        if id(n) in nodes:
-            continue
-        nodes[id(n)] = n
-        if len(nodes) > MAX_NODES:
-            raise LearnerError(f"the graph has more than {MAX_NODES} values: too big to draw readably")
-        stack.extend(_children(n))
+    try:
+        found, children = catalog.walk_graph(root, MAX_NODES)
+    except LearnerError as exc:
+        raise LearnerError(f"cannot draw this graph (too big to read, or not a graph of Values): {exc}") from None
+    nodes = {id(n): n for n in found}
 
     boxes: dict[str, _Box] = {}
     edges: list[tuple[str, str]] = []
@@ -135,7 +123,7 @@ def _layout(root: Any) -> tuple[dict[str, _Box], list[tuple[str, str]]]:
         key = f"v{i}"
         boxes[key] = _Box(key, "value", [title, f"data {_number(getattr(n, 'data', '?'))}",
                                          f"grad {_number(getattr(n, 'grad', '?'))}"])
-        kids = _children(n)
+        kids = children[i]
         if kids:
             op = getattr(n, "_op", "") or "?"
             opkey = f"o{i}"

@@ -6,18 +6,15 @@ import os
 import re
 import secrets
 import shutil
-import signal
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
 import pytest
+from lab_server import free_port, stop, wait_until_served
 
 from autograder.loader import calls_check
 
@@ -105,43 +102,10 @@ def exercise(tmp_path_factory: pytest.TempPathFactory) -> Exercise:
 # ---------------------------------------------------------------- JupyterLab and Chromium
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @dataclass
 class Lab:
     url: str
     token: str
-
-
-def wait_until_served(url: str, proc: subprocess.Popen, log: Path, timeout: float = 90) -> None:
-    """Poll until the server answers 200, failing early (with its log) when it exits."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            pytest.fail(f"jupyter lab exited with {proc.returncode}:\n{log.read_text()[-3000:]}", pytrace=False)
-        try:
-            with urllib.request.urlopen(url, timeout=2) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            pass
-        time.sleep(0.3)
-    pytest.fail(f"jupyter lab did not serve {url} within {timeout:.0f} s:\n{log.read_text()[-3000:]}", pytrace=False)
-
-
-def stop(proc: subprocess.Popen) -> None:
-    """SIGTERM lets the server shut its kernels down; its own process group is killed only if it hangs."""
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
 
 
 @pytest.fixture(scope="module")

@@ -6,26 +6,18 @@ import json
 import os
 import re
 import secrets
-import signal
-import socket
 import subprocess
-import time
 import urllib.request
 from pathlib import Path
 
 import pytest
+from lab_server import free_port, stop, wait_until_served
 
 ROOT = Path(__file__).resolve().parent.parent
 # Set for the inner `./workbook test`, so that it runs the rest of the suite but not this test again (see conftest.py).
 INNER = "WORKBOOK_FRESH_CLONE_INNER"
 
 pytestmark = pytest.mark.fresh_clone
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def clean_env() -> dict[str, str]:
@@ -81,18 +73,10 @@ def test_workbook_lab_serves_the_notebooks_from_a_fresh_clone(clone: Path, tmp_p
         )
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 600  # the first run creates .venv and installs the package
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"./workbook lab exited with {proc.returncode}:\n{tail(log)}", pytrace=False)
-            if time.monotonic() > deadline:
-                pytest.fail(f"./workbook lab served nothing on {base} within 600 s:\n{tail(log)}", pytrace=False)
-            try:
-                with urllib.request.urlopen(f"{base}/lab?token={token}", timeout=5) as r:
-                    page = r.read().decode()
-                break
-            except OSError:
-                time.sleep(0.5)
+        # the first run creates .venv and installs the package
+        wait_until_served(f"{base}/lab?token={token}", proc, log, timeout=600, what="./workbook lab")
+        with urllib.request.urlopen(f"{base}/lab?token={token}", timeout=10) as r:
+            page = r.read().decode()
         assert "JupyterLab" in page
         with urllib.request.urlopen(f"{base}/api/contents?token={token}", timeout=10) as r:
             root = {item["name"] for item in json.load(r)["content"]}
@@ -105,13 +89,7 @@ def test_workbook_lab_serves_the_notebooks_from_a_fresh_clone(clone: Path, tmp_p
         with urllib.request.urlopen(f"{base}/api/kernelspecs?token={token}", timeout=10) as r:
             assert "python3" in json.load(r)["kernelspecs"]
     finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+        stop(proc)
     assert (clone / ".venv" / "bin" / "python").exists()
 
 
