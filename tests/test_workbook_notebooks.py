@@ -31,11 +31,31 @@ VENV_BIN = str(Path(sys.executable).parent)
 
 @dataclass
 class Graded:
-    """What one nbgrader run left behind."""
+    """What one nbgrader run left behind, and a copy of the same course graded by our batch grader."""
 
     course: Path
     release: Path
     seconds: dict[str, float]  # per notebook of the solution student, as autograde logged them
+    ours: Path
+
+
+# A third student: the solutions with classic mistakes, so that some grade cells pass and some fail.
+MISTAKES = {  # notebook: (solution cell, text, replacement)
+    "03_backward.ipynb": ("ex_03_add", "        self.grad += out.grad\n", "        self.grad = out.grad\n"),
+    "04_bricks.ipynb": ("ex_04_tanh", "(1 - t**2) * out.grad", "(1 - self.data**2) * out.grad"),
+    "06_neural_net.ipynb": ("ex_06_train", "            p.grad = 0.0\n", ""),
+}
+
+
+def submit_with_mistakes(folder: Path) -> None:
+    """Copy the solutions into `folder`, each MISTAKES edit applied to its solution cell."""
+    shutil.copytree(SOURCE, folder)
+    for name, (grade_id, old, new) in MISTAKES.items():
+        nb = nbformat.read(folder / name, as_version=4)
+        cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id)
+        assert cell.source.count(old) == 1, f"{name}: the mistake's text must occur once in {grade_id}"
+        cell.source = cell.source.replace(old, new)
+        nbformat.write(nb, folder / name)
 
 
 def nbgrader(args: list[str], course: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -75,16 +95,25 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> Graded:
     assert gen.returncode == 0, gen.stderr
     for student, folder in (("solution", SOURCE), ("blank", RELEASE)):
         shutil.copytree(folder, course / "submitted" / student / "workbook")
+    submit_with_mistakes(course / "submitted" / "mistaken" / "workbook")
+    ours = base / "ours"
+    shutil.copytree(course, ours)  # before plain autograde touches the gradebook
     seconds = autograde_timed(course)
-    return Graded(course, release / "workbook", seconds)
+    env = {**os.environ, "PATH": VENV_BIN + os.pathsep + os.environ.get("PATH", ""), "AUTOGRADER_COURSE_DIR": str(ours)}
+    env.pop("NBGRADER_EXECUTION", None)
+    done = subprocess.run([sys.executable, "-m", "autograder", "grade", "workbook", "--course", str(ours),
+                           "--config", str(ROOT / "grading_config.py"), "--no-progress"],
+                          cwd=base, env=env, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return Graded(course, release / "workbook", seconds, ours)
 
 
-def scores(graded: Graded, student: str) -> dict[str, dict[str, tuple[float, float]]]:
-    """{notebook: {grade_id: (score, max_score)}} from the gradebook."""
+def scores(graded: Graded, student: str, course: Path | None = None) -> dict[str, dict[str, tuple[float, float]]]:
+    """{notebook: {grade_id: (score, max_score)}} from the gradebook (plain nbgrader's, unless `course` is given)."""
     from nbgrader.api import Gradebook
 
     out: dict[str, dict[str, tuple[float, float]]] = {}
-    with Gradebook(f"sqlite:///{graded.course / 'gradebook.db'}") as gb:
+    with Gradebook(f"sqlite:///{(course or graded.course) / 'gradebook.db'}") as gb:
         for name in NAMES:
             nb = gb.find_submission_notebook(name, "workbook", student)
             out[name] = {g.name: (g.score, g.max_score) for g in nb.grades}
@@ -129,6 +158,18 @@ def test_untouched_learner_notebooks_earn_zero_in_every_grade_cell(graded):
     for name, grades in scores(graded, "blank").items():
         assert {g: s for g, (s, m) in grades.items() if s != 0} == {}, name
         assert all(m > 0 for _, m in grades.values()), name
+
+
+def test_mistaken_notebooks_lose_exactly_the_grade_cells_of_their_mistakes(graded):
+    lost = {(name, g) for name, grades in scores(graded, "mistaken").items() for g, (s, m) in grades.items() if s != m}
+    assert {name for name, _ in lost} == {name.removesuffix(".ipynb") for name in MISTAKES}
+    kept = {(name, g) for name, grades in scores(graded, "mistaken").items() for g, (s, m) in grades.items() if s == m}
+    assert kept, "the mistakes should cost some grade cells, not all"
+
+
+def test_batch_grader_gives_every_workbook_grade_cell_the_same_score_as_plain_nbgrader(graded):
+    for student in ("solution", "blank", "mistaken"):
+        assert scores(graded, student, graded.ours) == scores(graded, student), student
 
 
 def test_solution_notebooks_run_top_to_bottom_without_error_or_grade_cell_stderr(graded):
