@@ -1,12 +1,17 @@
 """Plain `nbgrader autograde` vs `python -m autograder grade` on the same corpus: times, ratio, identical scores.
 
-Run by hand: .venv/bin/python benchmarks/bench_grade.py [--jobs N]
+Run by hand: .venv/bin/python benchmarks/bench_grade.py [--jobs N] [--workbook STUDENTS]
+Without --workbook: 20 submissions of the test fixture assignment (tests/fixtures/source/ps1).
+With --workbook S: S students each handing in the real six-notebook workbook (solutions, untouched
+stubs, and solutions with classic mistakes, in turn).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -21,7 +26,11 @@ def main() -> int:
     """Build the corpus, grade it both ways, compare, print the figures."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--jobs", type=int, default=0, help="workers for our grader (default: CPU count)")
+    parser.add_argument("--workbook", type=int, default=0, metavar="STUDENTS",
+                        help="grade the real workbook handed in by this many students instead of the fixture corpus")
     args = parser.parse_args()
+    if args.workbook:
+        return bench_workbook(args.workbook, args.jobs)
     with tempfile.TemporaryDirectory(prefix="bench-grade-") as tmp:
         plain = gc.make_course(Path(tmp) / "plain")
         students = gc.honest_corpus(plain)
@@ -45,6 +54,59 @@ def main() -> int:
         print(f"python -m autograder grade: {t_ours:6.1f} s  ({t_ours / len(students):.2f} s per notebook)")
         print(f"speed-up: {t_plain / t_ours:.1f}x")
         return 0 if same else 1
+
+
+def bench_workbook(students: int, jobs: int) -> int:
+    """The real workbook, graded both ways from one generated course."""
+    config = str(gc.ROOT / "grading_config.py")
+    with tempfile.TemporaryDirectory(prefix="bench-workbook-") as tmp:
+        plain, release = Path(tmp) / "plain", Path(tmp) / "release"
+        plain.mkdir()
+
+        def run(cmd: list[str], course: Path) -> tuple[float, subprocess.CompletedProcess[str]]:
+            env = gc.env() | {"AUTOGRADER_COURSE_DIR": str(course)}
+            t0 = time.perf_counter()
+            done = subprocess.run(cmd, cwd=course, env=env, text=True, capture_output=True)
+            return time.perf_counter() - t0, done
+
+        _, gen = run([os.path.join(gc.BIN, "nbgrader"), "generate_assignment", "workbook", "--force",
+                      f"--CourseDirectory.release_directory={release}", f"--NbGrader.config_file={config}"], plain)
+        if gen.returncode:
+            print(f"generate_assignment failed:\n{gen.stderr[-2000:]}")
+            return 1
+        kinds = ["solution", "blank", "mistaken"]
+        ids = [f"{kinds[i % 3]}{i}" for i in range(students)]
+        for sid in ids:
+            folder = plain / "submitted" / sid / "workbook"
+            if sid.startswith("solution"):
+                shutil.copytree(gc.WORKBOOK_SOURCE, folder)
+            elif sid.startswith("blank"):
+                shutil.copytree(release / "workbook", folder)
+            else:
+                gc.submit_workbook_with_mistakes(folder)
+        ours = Path(tmp) / "ours"
+        shutil.copytree(plain, ours)
+        t_plain, a = run([os.path.join(gc.BIN, "nbgrader"), "autograde", "workbook", f"--NbGrader.config_file={config}"],
+                         plain)
+        t_ours, b = run([sys.executable, "-m", "autograder", "grade", "workbook", "--course", str(ours), "--config", config,
+                         "--no-progress", *(["--jobs", str(jobs)] if jobs else [])], ours)
+        if a.returncode or b.returncode:
+            print(f"a grader failed: nbgrader exit {a.returncode}, ours exit {b.returncode}\n{b.stderr[-2000:]}")
+            return 1
+        from nbgrader.api import Gradebook
+
+        def cells(course: Path) -> dict[tuple[str, str, str], float]:
+            with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+                return {(s, nb.name, g.name): g.score for s in ids for nb in gb.find_submission("workbook", s).notebooks
+                        for g in nb.grades}
+
+        pa, pb = cells(plain), cells(ours)
+        notebooks = 6 * students
+        print(f"corpus: {students} students x 6 workbook notebooks, {len(pa)} grade cells; scores identical: {pa == pb}")
+        print(f"plain nbgrader autograde : {t_plain:6.1f} s  ({t_plain / notebooks:.2f} s per notebook)")
+        print(f"python -m autograder grade: {t_ours:6.1f} s  ({t_ours / notebooks:.2f} s per notebook)")
+        print(f"speed-up: {t_plain / t_ours:.1f}x")
+        return 0 if pa == pb else 1
 
 
 if __name__ == "__main__":

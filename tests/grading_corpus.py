@@ -73,6 +73,26 @@ STDERR_WARNING = [("engine", "        out = Value(self.data * other.data, (self,
                    "        import sys\n        print('warning: mul is slow', file=sys.__stderr__, flush=True)\n")]
 
 
+# The real workbook: its solutions with classic mistakes, so that some grade cells pass and some fail.
+WORKBOOK_SOURCE = ROOT / "solutions" / "workbook"
+WORKBOOK_MISTAKES = {  # notebook: (solution cell, text, replacement)
+    "03_backward.ipynb": ("ex_03_add", "        self.grad += out.grad\n", "        self.grad = out.grad\n"),
+    "04_bricks.ipynb": ("ex_04_tanh", "(1 - t**2) * out.grad", "(1 - self.data**2) * out.grad"),
+    "06_neural_net.ipynb": ("ex_06_train", "            p.grad = 0.0\n", ""),
+}
+
+
+def submit_workbook_with_mistakes(folder: Path) -> None:
+    """Copy the workbook solutions into `folder`, each WORKBOOK_MISTAKES edit applied to its solution cell."""
+    shutil.copytree(WORKBOOK_SOURCE, folder)
+    for name, (grade_id, old, new) in WORKBOOK_MISTAKES.items():
+        nb = nbformat.read(folder / name, as_version=4)
+        cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id)
+        assert cell.source.count(old) == 1, f"{name}: the mistake's text must occur once in {grade_id}"
+        cell.source = cell.source.replace(old, new)
+        nbformat.write(nb, folder / name)
+
+
 def env() -> dict[str, str]:
     """The environment for nbgrader commands: this venv's bin first (kernels, alembic)."""
     e = dict(os.environ)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from grading_corpus import WORKBOOK_MISTAKES, submit_workbook_with_mistakes
 from nbclient import NotebookClient
 
 from autograder import catalog
@@ -37,25 +38,6 @@ class Graded:
     release: Path
     seconds: dict[str, float]  # per notebook of the solution student, as autograde logged them
     ours: Path
-
-
-# A third student: the solutions with classic mistakes, so that some grade cells pass and some fail.
-MISTAKES = {  # notebook: (solution cell, text, replacement)
-    "03_backward.ipynb": ("ex_03_add", "        self.grad += out.grad\n", "        self.grad = out.grad\n"),
-    "04_bricks.ipynb": ("ex_04_tanh", "(1 - t**2) * out.grad", "(1 - self.data**2) * out.grad"),
-    "06_neural_net.ipynb": ("ex_06_train", "            p.grad = 0.0\n", ""),
-}
-
-
-def submit_with_mistakes(folder: Path) -> None:
-    """Copy the solutions into `folder`, each MISTAKES edit applied to its solution cell."""
-    shutil.copytree(SOURCE, folder)
-    for name, (grade_id, old, new) in MISTAKES.items():
-        nb = nbformat.read(folder / name, as_version=4)
-        cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id)
-        assert cell.source.count(old) == 1, f"{name}: the mistake's text must occur once in {grade_id}"
-        cell.source = cell.source.replace(old, new)
-        nbformat.write(nb, folder / name)
 
 
 def nbgrader(args: list[str], course: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -95,7 +77,7 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> Graded:
     assert gen.returncode == 0, gen.stderr
     for student, folder in (("solution", SOURCE), ("blank", RELEASE)):
         shutil.copytree(folder, course / "submitted" / student / "workbook")
-    submit_with_mistakes(course / "submitted" / "mistaken" / "workbook")
+    submit_workbook_with_mistakes(course / "submitted" / "mistaken" / "workbook")
     ours = base / "ours"
     shutil.copytree(course, ours)  # before plain autograde touches the gradebook
     seconds = autograde_timed(course)
@@ -162,7 +144,7 @@ def test_untouched_learner_notebooks_earn_zero_in_every_grade_cell(graded):
 
 def test_mistaken_notebooks_lose_exactly_the_grade_cells_of_their_mistakes(graded):
     lost = {(name, g) for name, grades in scores(graded, "mistaken").items() for g, (s, m) in grades.items() if s != m}
-    assert {name for name, _ in lost} == {name.removesuffix(".ipynb") for name in MISTAKES}
+    assert {name for name, _ in lost} == {name.removesuffix(".ipynb") for name in WORKBOOK_MISTAKES}
     kept = {(name, g) for name, grades in scores(graded, "mistaken").items() for g, (s, m) in grades.items() if s == m}
     assert kept, "the mistakes should cost some grade cells, not all"
 
