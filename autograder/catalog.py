@@ -695,11 +695,12 @@ def judge_derivative(case: Case, obs: Observation, tol: Tolerance) -> str | None
         want = exact[k](x)
         if abs(got - want) > 1e-6 * max(1.0, abs(want)):
             name = {"poly": "3x² - 4x + 5", "sin": "sin", "exp": "exp"}[k]
+            # A forward difference errs by about h * f''(x) / 2: same sign as f'', and small.
+            curvature = {"poly": lambda x: 6.0, "sin": lambda x: -math.sin(x), "exp": math.exp}[k](x)
             hint = ""
-            fwd = ({"poly": lambda x: 3 * x**2 - 4 * x + 5, "sin": math.sin, "exp": math.exp}[k])
-            h = 1e-4
-            if abs(got - (fwd(x + h) - fwd(x)) / h) < abs(got - want) / 10:
-                hint = "\n  hint: a forward difference (f(x+h) - f(x)) / h is off by about h*f''/2; use (f(x+h) - f(x-h)) / (2h)"
+            if (got - want) * curvature > 0 and abs(got - want) < 0.1 * max(1.0, abs(want)):
+                hint = ("\n  hint: this looks like a forward difference (f(x+h) - f(x)) / h, off by about h*f''(x)/2; "
+                        "the central difference (f(x+h) - f(x-h)) / (2h) is far closer")
             return f"numerical_derivative of {name} at x = {x}: expected {want:.10g} (exact), got {got:.10g}{hint}"
     return None
 
