@@ -77,14 +77,20 @@ def exact_gradient(tree, xs):
     return out
 
 
-@settings(max_examples=300, deadline=None)
-@given(tree=trees, seed=st.integers(0, 2**32 - 1))
-def test_gradient_matches_forward_mode_on_random_graphs(tree, seed):
-    xs = generic_inputs(random.Random(seed), NVARS)
+def float_function(tree):
+    """The random tree as a plain-float function of its variables."""
 
     def f(*v):
         return evaluate(tree, list(v), float, FLOAT_OPS)
 
+    return f
+
+
+@settings(max_examples=300, deadline=None)
+@given(tree=trees, seed=st.integers(0, 2**32 - 1))
+def test_gradient_matches_forward_mode_on_random_graphs(tree, seed):
+    xs = generic_inputs(random.Random(seed), NVARS)
+    f = float_function(tree)
     try:
         fx = f(*xs)
         exact = exact_gradient(tree, xs)
@@ -115,10 +121,7 @@ shallow_trees = st.recursive(
 def test_gradient_is_reliable_on_shallow_graphs(tree, seed):
     # not too conservative: catalog-sized graphs are trusted (x**27 is not, rightly: its 5th derivative is huge)
     xs = generic_inputs(random.Random(seed), NVARS)
-
-    def f(*v):
-        return evaluate(tree, list(v), float, FLOAT_OPS)
-
+    f = float_function(tree)
     try:
         fx = f(*xs)
     except OverflowError:
