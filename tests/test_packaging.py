@@ -79,6 +79,18 @@ def test_every_imports_cell_names_the_repository_of_pyproject():
         assert "from autograder import check" in source, path
         assert f"%pip install 'git+{url}'" in source, f"{path}: its install hint must use {url} (pyproject.toml)"
         assert "_render_traceback_" in source, path
+    assert f'pip install "git+{url}"' in (ROOT / "README.md").read_text(), "the README's install line uses another URL"
+
+
+NBGRADER_WITH_CONFIG = re.compile(r"\bnbgrader (?:<command>|[a-z]+_[a-z_]+|autograde|export|db|validate|collect)[\s`][^`]*--config\b")
+
+
+def test_no_doc_tells_nbgrader_to_take_a_config_file_it_ignores():
+    # nbgrader 0.9.6 ignores `--config FILE`; only `python -m autograder grade --config FILE` takes it
+    for name in ("README.md", "grading_config.py", "nbgrader_config.py"):
+        if (ROOT / name).exists():
+            for line in (ROOT / name).read_text().splitlines():
+                assert not NBGRADER_WITH_CONFIG.search(line), f"{name}: {line}"
 
 
 def run_imports_cells(cwd: Path) -> list[list[dict]]:
