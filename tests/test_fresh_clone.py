@@ -101,7 +101,8 @@ def workbook_test(clone: Path, log: Path, *pytest_args: str) -> str:
     text = log.read_text(errors="replace")
     assert done.returncode == 0, f"./workbook test {' '.join(pytest_args)} failed in the fresh clone (exit {done.returncode}):\n{tail(log)}"
     summary = text.strip().splitlines()[-1]
-    assert re.search(r"\d+ passed", summary) and not re.search(r"\d+ (failed|error)", summary), f"the inner run did not pass cleanly: {summary}"
+    passed_cleanly = re.search(r"\d+ passed", summary) and not re.search(r"\d+ (failed|error)", summary)
+    assert passed_cleanly, f"the inner run did not pass cleanly: {summary}"
     print(f"inner ./workbook test {' '.join(pytest_args)}: {summary}")
     return text
 
