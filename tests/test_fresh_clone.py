@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # Set for the inner `./workbook test` runs: even a selection that includes this module skips it there (see conftest.py).
 INNER = "WORKBOOK_FRESH_CLONE_INNER"
 
-pytestmark = pytest.mark.fresh_clone
+pytestmark = [pytest.mark.fresh_clone, pytest.mark.slow]
 
 
 def clean_env() -> dict[str, str]:
