@@ -5,7 +5,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from autograder.check import CheckResult
+from autograder.checks import CheckResult
 from autograder.cli import check_file
 from autograder.loader import load
 

@@ -19,8 +19,8 @@ import nbformat
 from nbformat import NotebookNode, from_dict
 from nbgrader import utils as nbutils
 
-from .. import catalog
-from ..check import CheckResult, judge_check
+from .. import checks as catalog
+from ..checks import NOT_IMPLEMENTED, CheckResult, judge_checks
 from ..notebook import CheckFailed, verdict_text
 from ..settings import Limits, Tolerance
 from .sanitize import Sanitized, redact_hidden_tests
@@ -212,23 +212,34 @@ def grade_check_call(session: Session, names: tuple[str, ...], hidden: bool, tol
             return _as_obs(reply)
         return ask
 
-    def judged(check: Any, hide: bool) -> CheckResult:
+    class WorkerProber:
+        """Observations from the worker (see checks.run.Prober)."""
+
+        def missing(self, name: str) -> list[str]:
+            return missing(name)()
+
+        def observe(self, name: str, case: dict[str, Any]) -> dict[str, Any]:
+            return observe(name)(case)
+
+    def judged_all(checks: list[Any], hide: bool) -> list[CheckResult]:
         try:
-            return judge_check(check, hide, tolerance, missing(check.name), observe(check.name))
+            return judge_checks(checks, hide, tolerance, WorkerProber(), get=catalog.get)
         except Stopped:
             raise
         except Exception as exc:  # a judge fed numbers of the wrong shape: only a tampered worker sends those
-            return CheckResult(check.name, check.targets, False, 0.0, check.points,
-                               f"the learner's process returned malformed data ({type(exc).__name__})")
+            return [CheckResult(c.name, c.targets, False, 0.0, c.points,
+                                f"the learner's process returned malformed data ({type(exc).__name__})", "error")
+                    for c in checks]
 
-    results = []
-    for name in names:
+    def judged(check: Any, hide: bool) -> CheckResult:
+        return judged_all([check], hide)[0]
+
+    results = judged_all([catalog.get(name) for name in names], hidden)
+    for name, result in zip(names, results):
         check = catalog.get(name)
-        result = judged(check, hidden)
-        results.append(result)
         if not hidden and result.passed:
             visible_passed.add(name)
-        elif hidden and not result.passed and name in visible_passed and not result.message.startswith("not implemented"):
+        elif hidden and not result.passed and name in visible_passed and result.status != NOT_IMPLEMENTED:
             cases = check.make_cases(False)
             moved = nudge(cases)
             if moved != cases and judged(check, False).passed:
