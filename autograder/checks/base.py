@@ -23,7 +23,8 @@ class CheckResult:
 
     `status` is passed, failed (wrong answer), not_implemented (a stub, or a target not defined) or error (the
     learner's code raised or timed out); `misconception` the id of the likely mistake (see messages.MISCONCEPTIONS);
-    `culprit` the method blamed when that is not the check's own; `same_as` the check whose diagnosis this one repeats.
+    `culprit` the method a failure was pinned on by testing it alone; `same_as` the check whose diagnosis this one
+    points to (set when the culprit is not this check's own method).
     """
 
     name: str

@@ -261,7 +261,7 @@ def judge_node(case: Case, obs: Observation, tol: Tolerance) -> Failure | None:
     method, kind = NODE_METHOD[op], NODE_KIND[op]
     text = node_text(case)
     if any(obs["is_leaf"]):
-        return Failure(f"{method}: {text} returned one of its operands itself, expected a new Value",
+        return Failure(f"{method}: {text}: expected a new Value, got one of its operands itself",
                        "node.returns_operand", method=method)
     want = _forward(case)
     if not value_close(obs["data"], want, tol.forward_rtol):
@@ -273,16 +273,17 @@ def judge_node(case: Case, obs: Observation, tol: Tolerance) -> Failure | None:
         return None  # built from other nodes (tanh from exp, + and /): its own composite check judges it
     if not kids:
         mis = f"{kind}.no_children" if kind in ("add", "mul") else f"{kind}.graph_cut"
-        return Failure(f"{method}: {text} gave a node whose _prev is empty (a graph cut): expected the operands "
-                       f"{sorted(operands)} as children", mis, method=method)
+        return Failure(f"{method}: {text}: expected out._prev to hold the operand{'s' * (len(operands) > 1)}, got "
+                       "no children at all (a graph cut)", mis, method=method, repro=structure_repro(case))
     extra_ok = op == "**"  # a power may keep its exponent as a child Value
     if set(k for k in kids if k >= 0) != operands or (-1 in kids and not extra_ok):
-        return Failure(f"{method}: {text} gave a node whose _prev holds {len(kids)} children, of which "
-                       f"{sum(k >= 0 for k in kids)} are the operands: expected exactly the operands",
-                       "node.wrong_children", method=method)
+        return Failure(f"{method}: {text}: expected out._prev to hold exactly the operands, got {len(kids)} "
+                       f"children, {sum(k >= 0 for k in kids)} of them operands", "node.wrong_children", method=method,
+                       repro=structure_repro(case))
     if not _op_ok(op, obs["op"]):
         mis = f"{kind}.wrong_op" if kind in ("add", "mul") else "node.wrong_op"
-        return Failure(f"{method}: {text} gave a node whose _op is {obs['op']!r}; expected {op!r}", mis, method=method)
+        return Failure(f"{method}: {text}: expected out._op = {op!r}, got {obs['op']!r}", mis, method=method,
+                       repro=structure_repro(case))
     if "grads" not in obs:
         return None
     p, u = case["preset"], case["upstream"]
@@ -295,6 +296,13 @@ def judge_node(case: Case, obs: Observation, tol: Tolerance) -> Failure | None:
     return Failure(f"{method}: {text}, then {grads} (as if from another use), out.grad = {u!r} and one "
                    f"out._backward() call: expected {fmt_grads(expected)}; got {fmt_grads(got)}", mis, name="a",
                    method=method, repro=node_repro(case, expected))
+
+
+def structure_repro(case: Case) -> str:
+    """Lines that rebuild the node and print what it remembers."""
+    names = "ab"
+    leaves = "; ".join(f"{names[i]} = Value({x!r})" for i, x in enumerate(case["inputs"]))
+    return msg.repro_lines([leaves, node_text(case).split(" with ")[0], "print(out._prev, out._op)"])
 
 
 def node_repro(case: Case, expected: Sequence[float] | None = None) -> str:

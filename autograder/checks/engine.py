@@ -245,8 +245,20 @@ BACKWARD_ALONE = register(Check("backward_alone", (BWD,), "backward() alone: see
                                 during=lambda case: "\n  while calling backward() on a graph whose _backward functions "
                                 "are the grader's own"))
 
-ENGINE = ("add_forward", "mul_forward", "add_local_backward", "mul_local_backward", "backward_alone")
-BACKWARD_CELL = {"isolate": ENGINE, "owns": (BWD,)}
+def judge_twins(case: Case, obs: Observation, tol: Tolerance) -> Failure | None:
+    """Distinct nodes stay distinct in a set and a dict, whatever their data."""
+    if obs["in_set"] != 2 or obs["in_dict"] != 2:
+        return Failure(f"Value.__eq__/__hash__: {{Value({case['x']!r}), Value({case['x']!r})}}: expected a set of 2 "
+                       f"distinct nodes, got {obs['in_set']}", "eq.by_value", method=f"{V}.__eq__",
+                       repro=msg.repro_lines([f"print(len({{Value({case['x']!r}), Value({case['x']!r})}}))  # expected 2"]))
+    return None
+
+
+register(Check("eq_identity", (f"{V}.__eq__", f"{V}.__hash__"), "distinct nodes with equal data stay distinct in a set",
+               lambda rng, hidden: [{"probe": "twins", "x": generic_inputs(rng, 1)[0]}], judge_twins, group="isolated"))
+
+ENGINE = ("add_forward", "mul_forward", "add_local_backward", "mul_local_backward", "backward_alone", "eq_identity")
+BACKWARD_CELL = {"isolate": ENGINE, "owns": (BWD, f"{V}.__eq__")}
 
 
 # ---------------------------------------------------------------- backward() through + and * (notebook 3)

@@ -124,9 +124,12 @@ def hint_line(misconception: str | None, name: str = "") -> str:
     return f"\n  hint: {text}" if text else ""
 
 
+REPRO_MARK = "\n  reproduce:\n"
+
+
 def repro_lines(lines: Sequence[str]) -> str:
     """The indented `reproduce:` block that ends a failure message."""
-    return "\n  reproduce:\n" + "\n".join("    " + ln for ln in lines)
+    return REPRO_MARK + "\n".join("    " + ln for ln in lines)
 
 
 def fmt(xs: Sequence[float]) -> str:

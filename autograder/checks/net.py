@@ -41,6 +41,10 @@ def net_cases(kind: str, shape: tuple[int, list[int]], n_inputs: int) -> Callabl
     return cases
 
 
+def _init_repro(nin: int) -> str:
+    return msg.repro_lines(["for _ in range(3):", f"    print([p.data for p in Neuron({nin}).parameters()])"])
+
+
 def judge_init(case: Case, obs: Observation, tol: Tolerance) -> Failure | None:
     """Starting weights: random (each Neuron its own), distinct within a neuron, within a sensible range."""
     nin = case["nin"]
@@ -51,15 +55,16 @@ def judge_init(case: Case, obs: Observation, tol: Tolerance) -> Failure | None:
     weights = [d[:nin] for d in draws]
     first = weights[0]
     if len(set(first)) < nin:
-        return Failure(f"Neuron.__init__: the starting weights of {call} are {msg.fmt(first)}; expected {nin} "
-                       "different random numbers", "neuron.zero_init", method="Neuron")
+        return Failure(f"Neuron.__init__: the starting weights of {call}: expected {nin} different random numbers, "
+                       f"got {msg.fmt(first)}", "neuron.zero_init", method="Neuron", repro=_init_repro(nin))
     if all(w == first for w in weights[1:]):
-        return Failure(f"Neuron.__init__: {len(draws)} new Neuron({nin}) all start with the weights {msg.fmt(first)}; "
-                       "expected different random weights each time", "neuron.same_weights_each_time", method="Neuron")
+        return Failure(f"Neuron.__init__: {len(draws)} new Neuron({nin}): expected different random weights each time, "
+                       f"got {msg.fmt(first)} every time", "neuron.same_weights_each_time", method="Neuron",
+                       repro=_init_repro(nin))
     big = max(abs(x) for d in draws for x in d)
     if big > 5.0:
-        return Failure(f"Neuron.__init__: a starting parameter of {call} is {big:.6g}; expected weights of about "
-                       "-1 .. 1", "neuron.init_out_of_range", method="Neuron")
+        return Failure(f"Neuron.__init__: the starting parameters of {call}: expected numbers of about -1 .. 1, got "
+                       f"{big:.6g}", "neuron.init_out_of_range", method="Neuron", repro=_init_repro(nin))
     return None
 
 
@@ -74,7 +79,8 @@ def judge_forward(kind: str) -> Callable[[Case, Observation, Tolerance], Failure
             if kind == "MLP" and obs["count"] == sum((nin + 1) * n for n in nouts):
                 mis = "mlp.layers_all_take_nin"
             return Failure(f"{call}.parameters() has {obs['count']} Values, expected {len(weights)} "
-                           f"(every weight and bias, layer by layer, neuron by neuron)", mis, method=kind)
+                           f"(every weight and bias, layer by layer, neuron by neuron)", mis, method=kind,
+                           repro=msg.repro_lines([f"print(len({call}.parameters()))  # expected {len(weights)}"]))
         if kind == "Layer" and not obs["single_is_value"]:
             x = [0.5] * nin
             return Failure(f"Layer({nin}, 1)(x) should return the one output Value itself, not a list",
@@ -94,9 +100,12 @@ def judge_forward(kind: str) -> Callable[[Case, Observation, Tolerance], Failure
             repro = net_repro(call, weights, f"x = {x!r}", f"print({show})  # expected {msg.fmt(want)}")
             return Failure(f"{call}(x) at x = {x} with weights set through parameters(): expected {msg.fmt(want)}, "
                            f"got {msg.fmt(got)}", mis, repro=repro)
+        first = "[0]" if kind == "Layer" and nouts[0] > 1 else ""
         if obs["reach"] < len(weights):  # a Layer's outputs reach their own neuron's parameters each
-            return Failure(f"{call}(x): the output's graph reaches {obs['reach']} of its {len(weights)} parameters "
-                           "through _prev (a graph cut); expected all of them", "neuron.graph_cut", method="Neuron")
+            return Failure(f"{call}(x): expected the output's graph to reach all {len(weights)} parameters through "
+                           f"_prev, got {obs['reach']} (a graph cut)", "neuron.graph_cut", method="Neuron",
+                           repro=net_repro(call, weights, f"out = model({case['xs'][0]!r}){first}", "out.backward()",
+                                           "print([p.grad for p in model.parameters()])  # expected: not all zero"))
         return None
 
     return judge

@@ -54,8 +54,9 @@ def _from_error(check: Check, case: Case, obs: Observation) -> Failure:
     """An observation that carries an error (learner code raised, timed out or handed back a non-number)."""
     during = check_context(check, case)
     if obs.get("leftover_raise"):
-        return Failure(msg.LEFTOVER_RAISE.format(where=obs.get("where") or "your code") + during,
-                       "common.leftover_raise", status=FAILED)
+        while_text, marker, repro = during.partition(msg.REPRO_MARK)
+        return Failure(msg.LEFTOVER_RAISE.format(where=obs.get("where") or "your code") + while_text,
+                       "common.leftover_raise", repro=marker + repro, status=FAILED)
     if obs.get("status") == NOT_IMPLEMENTED:
         return Failure(msg.NOT_IMPLEMENTED.format(error=obs["error"]), status=NOT_IMPLEMENTED)
     return Failure(f"{obs['error']}{during}", status=ERROR)
@@ -148,7 +149,7 @@ class Blame:
             head = alone.message[: len(alone.message) - len(alone.repro)] if alone.repro else alone.message
             text = head + "\n" + msg.FOUND_ALONE.format(method=method, check=alone.name) + (alone.repro or result.repro)
             return dataclasses.replace(result, message=text, misconception=alone.misconception, status=alone.status,
-                                       repro=alone.repro or result.repro)
+                                       repro=alone.repro or result.repro, culprit=method)
         source = alone.same_as or alone.name
         if alone.status == NOT_IMPLEMENTED:
             text = msg.NEEDS_FIRST_UNFINISHED.format(method=method, check=source)

@@ -43,6 +43,7 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "backward_once_per_node": (ADD, MUL, BWD),
     "backward_equal_data": (ADD, MUL, BWD),
     "backward_alone": (BWD,),
+    "eq_identity": (),  # object's identity is the default
     "tanh_local": (f"{V}.tanh",),
     "exp_local": (f"{V}.exp",),
     "pow_local": (f"{V}.__pow__",),
@@ -77,6 +78,7 @@ PROBES: dict[str, Probe] = {
     "backward": engine.probe_backward,
     "ladder": engine.probe_ladder,
     "seed": engine.probe_seed,
+    "twins": engine.probe_twins,
     "repr": engine.probe_repr,
     "neuron": net.probe_neuron,
     "init": net.probe_init,

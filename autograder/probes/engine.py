@@ -156,6 +156,12 @@ def probe_seed(ns: Namespace, case: Case) -> Observation:
     return {"root_grad": read_number(out.grad, "out.grad"), "a_grad": read_number(a.grad, "a.grad")}
 
 
+def probe_twins(ns: Namespace, case: Case) -> Observation:
+    """Two distinct leaves with equal data: do a set and a dict keep them apart?"""
+    a, b = ns["Value"](case["x"]), ns["Value"](case["x"])
+    return {"in_set": len({a, b}), "in_dict": len({a: 1, b: 2})}
+
+
 def probe_repr(ns: Namespace, case: Case) -> Observation:
     """repr() of a fresh leaf."""
     text = repr(ns["Value"](case["x"]))
