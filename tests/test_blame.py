@@ -75,7 +75,7 @@ def test_a_stub_method_makes_the_exercises_built_on_it_say_so():
 
 
 def test_a_leftover_raise_below_written_code_is_told_to_go():
-    result = [r for r in graded("add_leftover_raise") if r.name == "add_local_backward"][0]
+    result = next(r for r in graded("add_leftover_raise") if r.name == "add_local_backward")
     assert result.status == FAILED and result.misconception == "common.leftover_raise"
     assert "delete that line" in result.message and "not implemented" not in result.message
 
