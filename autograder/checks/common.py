@@ -35,6 +35,9 @@ EXPRESSIONS: dict[str, Expr] = {}
 GRADIENT_MISTAKES: dict[str, list[tuple[str, Callable[..., Sequence[float]]]]] = {}
 # Mistakes recognised from the forward value alone: expression -> [(misconception, wrong value)]
 VALUE_MISTAKES: dict[str, list[tuple[str, Callable[..., float]]]] = {}
+# The operation an expression's wrong forward value is blamed on when no known mistake matches
+FORWARD_MISCONCEPTIONS = {"add": "add.wrong_forward", "add3": "add.wrong_forward", "mul": "mul.wrong_forward",
+                          "mul3": "mul.wrong_forward"}
 
 
 def sample(expr: Expr, rng: random.Random) -> list[float]:
@@ -99,7 +102,9 @@ def judge_expression(case: Case, obs: Observation, tol: Tolerance) -> Failure | 
         for m, wrong in VALUE_MISTAKES.get(key, []):
             if value_close(obs["data"], wrong(*xs), 1e-9):
                 mis = m
-        return Failure(f"forward value of {where(expr, xs)}: expected {ref:.10g}, got {obs['data']:.10g}", mis,
+        mis = mis or FORWARD_MISCONCEPTIONS.get(key)
+        return Failure(f"{msg.method_prefix(mis)}forward value of {where(expr, xs)}: expected {ref:.10g}, "
+                       f"got {obs['data']:.10g}", mis,
                        repro=msg.repro_lines(expr.repro(xs, backward=case["backward"]).splitlines()))
     if not case["backward"]:
         return None

@@ -95,7 +95,20 @@ MISCONCEPTIONS: dict[str, str] = {
     "train.records_after_update": "each recorded loss is the loss after that step's update: record loss.data before updating",
     "train.ignores_lr": "train moves the parameters by a fixed step size: use the lr argument it is given",
     "train.loss_never_changes": "the loss never changes: does each step call loss.backward() and move p.data by -lr * p.grad?",
+    "add.wrong_forward": "a + b must compute self.data + other.data",
+    "mul.wrong_forward": "a * b must compute self.data * other.data",
     # single-notebook exercises
+    "derivative.no_half": ("the two points x + h and x - h are 2h apart: the central difference divides by 2 * h, "
+                           "not by h"),
+    "manual.root_is_one": "dL/dL is 1: start with L.grad = 1",
+    "manual.mul_swaps": ("for a product, each factor's gradient is the OTHER factor's data times the gradient flowing "
+                         "in (L = d * f: d.grad = f.data * L.grad)"),
+    "manual.add_routes": "a sum routes the gradient flowing in unchanged to both terms (d = e + c: c.grad = d.grad)",
+    "tanh_bricks.uses_tanh": "build tanh from the bricks (exp, +, -, /), not with x.tanh()",
+    "tanh_bricks.wrong_formula": "tanh(x) = (e**(2x) - 1) / (e**(2x) + 1): check the formula",
+    "tanh_bricks.brick_backward": "the forward value is right, so one brick's backward is wrong: run its own check again",
+    "grads_of.returns_data": "grads_of must return each leaf's .grad after backward(), not its .data",
+    "grads_of.not_fresh": "start from fresh Values on every call: gradients left from an earlier call pile up",
     "derivative.forward_difference": ("this looks like a forward difference (f(x+h) - f(x)) / h, off by about h*f''(x)/2; "
                                       "the central difference (f(x+h) - f(x-h)) / (2h) is far closer"),
     "relerr.zero_over_zero": "two zeros agree perfectly; avoid dividing 0 by 0",
@@ -109,6 +122,18 @@ MISCONCEPTIONS: dict[str, str] = {
     "common.leftover_raise": ("your code is there, but the stub's `raise NotImplementedError()` line below it is still "
                               "there and stops it: delete that line"),
 }
+
+
+# The method a misconception lives in, by its id's prefix (for diagnoses whose numbers come from a whole expression).
+METHOD_OF = {"add": "Value.__add__", "mul": "Value.__mul__", "div": "Value.__truediv__", "tanh": "Value.tanh",
+             "exp": "Value.exp", "pow": "Value.__pow__", "sub": "Value.__neg__ / __sub__ / __rsub__",
+             "backward": "Value.backward", "eq": "Value.__eq__"}
+
+
+def method_prefix(misconception: str | None) -> str:
+    """`Value.__add__: ` for a misconception of __add__, or ''."""
+    method = METHOD_OF.get((misconception or "").split(".")[0])
+    return f"{method}: " if method else ""
 
 
 def hint(misconception: str | None, name: str = "") -> str:

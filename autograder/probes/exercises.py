@@ -6,7 +6,7 @@ import math
 from typing import Any
 
 from .graphs import compile_expression, op_text, walk_graph
-from .safe import LearnerError, read_number, short_repr
+from .safe import LearnerError, describe, read_number, short_repr
 
 Case = dict[str, Any]
 Observation = dict[str, Any]
@@ -49,19 +49,29 @@ def probe_manual(ns: Namespace, case: Case) -> Observation:
 
 def probe_tanh_bricks(ns: Namespace, case: Case) -> Observation:
     """The learner's tanh_from_bricks(Value(x)): value, gradient, and whether it really is made of bricks."""
-    results = []
+    results: list[dict[str, Any]] = []
     for x in case["inputs"]:
-        leaf = ns["Value"](x)
-        out = ns["tanh_from_bricks"](leaf)
-        if not hasattr(out, "data"):
-            raise LearnerError(f"tanh_from_bricks(Value({x!r})) gave a {type(out).__name__} ({short_repr(out)}), not a Value")
-        nodes, _ = walk_graph(out)
-        ops = [op_text(n) for n in nodes]
-        data = read_number(out.data, "tanh_from_bricks(x).data")
-        out.backward()
-        results.append({"data": data, "grad": read_number(leaf.grad, "x.grad"), "nodes": len(nodes),
-                        "uses_tanh": "tanh" in ops})
+        try:
+            results.append(_tanh_bricks_at(ns, x))
+        except Exception as exc:
+            if not results:
+                raise  # nothing to judge: the error is the observation
+            results.append({"error": describe(exc)})  # judged after the inputs that worked
+            break
     return {"results": results}
+
+
+def _tanh_bricks_at(ns: Namespace, x: float) -> dict[str, Any]:
+    """Value, gradient, size and ops of the learner's tanh_from_bricks at one input."""
+    leaf = ns["Value"](x)
+    out = ns["tanh_from_bricks"](leaf)
+    if not hasattr(out, "data"):
+        raise LearnerError(f"tanh_from_bricks(Value({x!r})) gave a {type(out).__name__} ({short_repr(out)}), not a Value")
+    nodes, _ = walk_graph(out)
+    ops = [op_text(n) for n in nodes]
+    data = read_number(out.data, "tanh_from_bricks(x).data")
+    out.backward()
+    return {"data": data, "grad": read_number(leaf.grad, "x.grad"), "nodes": len(nodes), "uses_tanh": "tanh" in ops}
 
 
 def probe_grads_of(ns: Namespace, case: Case) -> Observation:
