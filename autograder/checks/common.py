@@ -232,6 +232,9 @@ def _local_mistake(case: Case, got: list[float], tol: Tolerance, data: float) ->
     def overwritten(i: int) -> bool:  # this leaf's grad holds one use's gradient alone: `=` where `+=` belongs
         return not close(got[i], right[i]) and (close(got[i], u * slopes[i]) or close(got[i], u * single[i]))
 
+    if op == "*" and len(set(ops)) == 2 and any(not close(got[i], right[i]) and close(got[i], p[i] + u * xs[i])
+                                                 for i in range(2)):
+        return "mul.unswapped"  # a leaf got its own data times out.grad
     if any(overwritten(i) for i in range(len(got))):
         return f"{kind}.assigns_instead_of_accumulating" if kind in ("add", "mul") else "node.assigns_instead_of_accumulating"
     if like(*(pi + s for pi, s in zip(p, slopes))):

@@ -127,7 +127,11 @@ MISCONCEPTIONS: dict[str, str] = {
 # The method a misconception lives in, by its id's prefix (for diagnoses whose numbers come from a whole expression).
 METHOD_OF = {"add": "Value.__add__", "mul": "Value.__mul__", "div": "Value.__truediv__", "tanh": "Value.tanh",
              "exp": "Value.exp", "pow": "Value.__pow__", "sub": "Value.__neg__ / __sub__ / __rsub__",
-             "backward": "Value.backward", "eq": "Value.__eq__"}
+             "backward": "Value.backward", "eq": "Value.__eq__", "repr": "Value.__repr__", "node": "a Value operation",
+             "neuron": "Neuron", "layer": "Layer", "mlp": "MLP", "net": "parameters()", "mse": "mse_loss",
+             "train": "train", "derivative": "numerical_derivative", "relerr": "relative_error",
+             "manual": "the hand-filled grads", "tanh_bricks": "tanh_from_bricks", "grads_of": "grads_of",
+             "common": "any exercise"}
 
 
 def method_prefix(misconception: str | None) -> str:

@@ -20,7 +20,7 @@ from traitlets.config import Config
 
 from .. import __version__
 from ..settings import BatchGrading, Limits, Tolerance
-from . import runner
+from . import class_report, runner
 from .runner import Graded, zero_scores
 from .sanitize import Unreadable, read_submission, sanitize
 from .source import AssignmentSpec, GradingError, NotebookSpec, load_assignment
@@ -56,6 +56,7 @@ class Row:
     status: str  # GRADED | SKIPPED | NOT_GRADED
     flags: list[str] = field(default_factory=list)  # suspected cheating, for the instructor to review
     reason: str = ""  # why it could not be graded, or what the grader noticed (limits hit, cells missing...)
+    misconceptions: list[str] = field(default_factory=list)  # ids of the likely mistakes (the class report counts them)
 
 
 @dataclass
@@ -180,13 +181,15 @@ def run(options: Options) -> list[Row]:
                 old = state.get(State.key(options.assignment, student, name))
                 if old and old.get("fingerprint") == fp and not options.force:
                     rows.append(Row(student, name, old.get("score", 0.0), old.get("max_score", 0.0), SKIPPED,
-                                    list(old.get("flags", [])), old.get("reason", "")))
+                                    list(old.get("flags", [])), old.get("reason", ""),
+                                    [str(m) for m in old.get("misconceptions", [])][:100]))
                 else:
                     todo.append((item, fp))
         rows += _grade_all(todo, spec, course, options, limits, tolerance, jobs, state)
     rows.sort(key=lambda r: (r.student, r.notebook))
     if options.csv_path:
         write_csv(rows, options.csv_path, options.assignment)
+    class_report.write(course.root, options.assignment, rows)
     return rows
 
 
@@ -248,9 +251,11 @@ def _store(gb: Gradebook, course: Course, assignment: str, item: Item, fp: str, 
     record_grades(gb, assignment, item.student, item.notebook, graded, timestamp)
     status = GRADED if graded.ran else NOT_GRADED
     reason = "; ".join(dict.fromkeys(x for x in [graded.reason, *graded.notes] if x))
-    row = Row(item.student, item.notebook, graded.score, graded.max_score, status, graded.flags, reason)
+    row = Row(item.student, item.notebook, graded.score, graded.max_score, status, graded.flags, reason,
+              graded.misconceptions)
     state.put(State.key(assignment, item.student, item.notebook),
-              {"fingerprint": fp, "score": row.score, "max_score": row.max_score, "flags": row.flags, "reason": row.reason})
+              {"fingerprint": fp, "score": row.score, "max_score": row.max_score, "flags": row.flags, "reason": row.reason,
+               "misconceptions": row.misconceptions})
     return row
 
 

@@ -49,6 +49,7 @@ class Graded:
     reason: str = ""  # why some or all cells could not be graded normally
     ran: bool = True  # False: nothing of the notebook ran (unreadable, or the worker died at once)
     notes: list[str] = field(default_factory=list)  # what else happened (limits hit, cells missing or moved)
+    misconceptions: list[str] = field(default_factory=list)  # ids behind the failed checks, for the class report
 
     @property
     def score(self) -> float:
@@ -327,6 +328,7 @@ def execute(sanitized: Sanitized, spec: NotebookSpec, limits: Limits, tolerance:
     workdir = tempfile.mkdtemp(prefix="autograder-")
     reason = ""
     visible_passed: set[str] = set()
+    misconceptions: list[str] = []
     try:
         if files_from is not None:
             _copy_files(files_from, Path(workdir))
@@ -358,6 +360,7 @@ def execute(sanitized: Sanitized, spec: NotebookSpec, limits: Limits, tolerance:
                 for call in src.calls or ():
                     results = grade_check_call(session, call.names, call.hidden, tolerance, found, visible_passed)
                     outputs += check_outputs(results, call.hidden)
+                    misconceptions[:] = dict.fromkeys([*misconceptions, *(r.misconception for r in results if r.misconception)])
                     if not all(r.passed for r in results):
                         break  # CheckFailed ends the cell, as in a kernel
                 session.send({"op": "resume"})
@@ -389,6 +392,7 @@ def execute(sanitized: Sanitized, spec: NotebookSpec, limits: Limits, tolerance:
         shutil.rmtree(workdir, ignore_errors=True)
     graded = score(nb, spec, flags, reason)
     graded.notes = notes
+    graded.misconceptions = misconceptions
     annotate(nb, flags, notes)
     return graded
 
