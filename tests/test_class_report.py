@@ -47,7 +47,7 @@ def test_misconceptions_are_ranked_by_students_each_counted_once():
 
 def test_csv_has_one_row_per_misconception_most_common_first():
     rows = list(csv.DictReader(io.StringIO(class_report.render_csv(ROWS))))
-    assert [r["misconception"] for r in rows][0] == "add.assigns_instead_of_accumulating"
+    assert [r["misconception"] for r in rows] == ["add.assigns_instead_of_accumulating", "backward.forward_order", "tanh.uses_input"]
     assert rows[0]["students"] == "2" and rows[0]["student_ids"] == "ada bob"
 
 
