@@ -11,6 +11,7 @@ import ast
 import contextlib
 import io
 import os
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -233,6 +234,7 @@ class Run:
     """What running a notebook in-process left: each grade cell's results, summary output, cell errors."""
 
     grades: list[tuple[str, list[Any], list[Any]]] = field(default_factory=list)  # (grade_id, visible, hidden)
+    seconds: dict[str, tuple[float, float]] = field(default_factory=dict)  # grade_id -> (visible, visible + hidden)
     summary: str = ""
     errors: dict[str, str] = field(default_factory=dict)
 
@@ -252,10 +254,14 @@ def run(nb: nbformat.NotebookNode) -> Run:
         meta = cell.get("metadata", {}).get("nbgrader", {})
         if meta.get("grade") and not meta.get("solution"):
             visible, hidden = [], []
+            spent = [0.0, 0.0]
             for names, is_hidden in check_calls(src):
+                start = time.perf_counter()
                 results = checks.run_checks([checks.get(n) for n in names], ns, hidden=is_hidden)
+                spent[is_hidden] += time.perf_counter() - start
                 (hidden if is_hidden else visible).extend(results)
             out.grades.append((meta["grade_id"], visible, hidden))
+            out.seconds[meta["grade_id"]] = (spent[0], spent[0] + spent[1])
             continue
         buf = io.StringIO()
         if not meta and ("plot_" in src or "draw_graph(" in src or "plt." in src):

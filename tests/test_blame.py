@@ -25,7 +25,7 @@ def test_assigning_in_add_fails_add_s_own_check_and_the_backward_cell_names_add_
     results = cell("add_assigns_self", BACKWARD_CELL)
     failed = [r for r in results if not r.passed]
     assert failed and all(r.culprit == "Value.__add__" for r in failed)
-    assert failed[0].message.startswith("needs `Value.__add__` to pass first: add_local_backward fails")
+    assert failed[0].message.startswith("needs `Value.__add__` to pass first; tested alone (add_local_backward), it fails")
     assert all(r.message == "fails because of `Value.__add__`, see above" for r in failed[1:])
     assert not any("topological" in r.message or "__eq__" in r.message for r in failed)
 
@@ -58,7 +58,7 @@ def test_a_net_check_that_runs_through_a_broken_neuron_says_the_neuron_must_pass
                                         "train_descends"])
     assert results[0].misconception == "neuron.graph_cut" and results[0].culprit is None
     later = results[1:]
-    assert later[0].message.startswith("needs `Neuron` to pass first: neuron_forward fails")
+    assert later[0].message.startswith("needs `Neuron` to pass first; tested alone (neuron_forward), it fails")
     assert all(r.culprit == "Neuron" and not r.passed for r in later)
 
 

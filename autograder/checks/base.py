@@ -38,6 +38,7 @@ class CheckResult:
     culprit: str | None = None
     same_as: str | None = None
     repro: str = ""  # the reproduce block (also at the end of the message)
+    raised_in: str | None = None  # the learner function that raised, when the learner's code raised
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict with the documented keys."""

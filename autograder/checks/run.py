@@ -58,8 +58,9 @@ def _from_error(check: Check, case: Case, obs: Observation) -> Failure:
         return Failure(msg.LEFTOVER_RAISE.format(where=obs.get("where") or "your code") + while_text,
                        "common.leftover_raise", repro=marker + repro, status=FAILED)
     if obs.get("status") == NOT_IMPLEMENTED:
-        return Failure(msg.NOT_IMPLEMENTED.format(error=obs["error"]), status=NOT_IMPLEMENTED)
-    return Failure(f"{obs['error']}{during}", status=ERROR)
+        return Failure(msg.NOT_IMPLEMENTED.format(error=obs["error"]), status=NOT_IMPLEMENTED,
+                       method=str(obs.get("where") or "") or None)
+    return Failure(f"{obs['error']}{during}", status=ERROR, method=str(obs.get("where") or "") or None)
 
 
 def check_context(check: Check, case: Case) -> str:
@@ -88,15 +89,26 @@ def judge_one(check: Check, hidden: bool, tolerance: Tolerance, prober: Prober,
 
 def _judge(check: Check, hidden: bool, tolerance: Tolerance, prober: Prober,
            secret: bytes | str | None) -> tuple[CheckResult, bool]:
-    """The result, and whether it failed only because a target is not defined (nothing to pin then)."""
+    """The result, and whether it is final as it is: passed, a target not defined, or a stub of its own raising."""
     absent = prober.missing(check.name)
     if absent:
         return _result(check, NOT_IMPLEMENTED, msg.NOT_DEFINED.format(targets=", ".join(absent))), True
     for case in check.make_cases(hidden, secret):
         failure = verdict(check, case, prober.observe(check.name, case), tolerance)
         if failure:
-            return _result(check, failure.status, failure.message(), failure.misconception, repro=failure.repro), False
-    return _result(check, PASSED, check.description), False
+            own_stub = failure.status == NOT_IMPLEMENTED and _is_own(check, failure.method)
+            raised_in = failure.method if failure.status in (NOT_IMPLEMENTED, ERROR) else None
+            return _result(check, failure.status, failure.message(), failure.misconception, repro=failure.repro,
+                           raised_in=raised_in), own_stub
+    return _result(check, PASSED, check.description), True
+
+
+def _is_own(check: Check, where: str | None) -> bool:
+    """Whether the function that raised (a qualname such as `__add__` or `Neuron.__init__`) is one of the check's own."""
+    if not where:
+        return False
+    return any(where == m or m.endswith("." + where) or where.startswith(m + ".") or m.endswith("." + where.split(".")[-1])
+               for m in check.own_methods)
 
 
 def _indented(text: str) -> str:
@@ -124,7 +136,10 @@ class Blame:
         """The result, blamed on the first isolated method or prerequisite exercise whose own check fails."""
         if result.passed:
             return result
-        for name in (*check.isolate, *check.prerequisites):
+        names = [*check.isolate, *check.prerequisites]
+        if result.raised_in:  # the checks of the method that raised go first
+            names.sort(key=lambda n: not _is_own(self.get(n), result.raised_in))
+        for name in names:
             if name == check.name:
                 continue
             alone = self.alone(name)
@@ -152,7 +167,7 @@ class Blame:
                                        repro=alone.repro or result.repro, culprit=method)
         source = alone.same_as or alone.name
         if alone.status == NOT_IMPLEMENTED:
-            text = msg.NEEDS_FIRST_UNFINISHED.format(method=method, check=source)
+            text = msg.NEEDS_FIRST_UNFINISHED.format(method=method)
             return dataclasses.replace(result, message=text, culprit=method, same_as=source, status=NOT_IMPLEMENTED,
                                        misconception=alone.misconception)
         text = msg.NEEDS_FIRST.format(method=method, check=source, detail=_indented(alone.message))
