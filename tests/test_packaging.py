@@ -46,7 +46,6 @@ def test_submodules_are_found():
     assert {"autograder.cli", "autograder.grading", "autograder.grading.batch"} <= set(submodules())
 
 
-@pytest.mark.xfail(strict=True, reason="check.py is restructured by issue 10")
 def test_no_submodule_is_shadowed_by_a_name_in_its_package():
     # `import autograder.check as m` must give the module, not a function that __init__ bound to the same name
     shadowed = []
