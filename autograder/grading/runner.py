@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
-import shutil
 import signal
-import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -23,9 +20,10 @@ from .. import catalog
 from ..check import CheckResult, judge_check
 from ..notebook import CheckFailed, verdict_text
 from ..settings import Limits, Tolerance
+from . import sandbox
 from .sanitize import Sanitized, redact_hidden_tests
 from .source import NotebookSpec, SourceCell
-from .worker import MAX_MESSAGE, WorkerLimits, child_main, forkserver_context
+from .worker import MAX_MESSAGE
 
 GRACE = 5.0  # seconds the grader waits beyond a worker's own time limit before it kills the worker
 
@@ -73,11 +71,6 @@ def kill_all() -> None:
         s.kill()
 
 
-def context() -> Any:
-    """The forkserver context: one warm process (numpy, matplotlib, IPython, the catalog imported) forks every worker."""
-    return forkserver_context()
-
-
 def zero_scores(spec: NotebookSpec) -> dict[str, tuple[float | None, float]]:
     """Every grade cell at 0: what an ungradable notebook records."""
     return {c.name: (0.0, c.points or 0.0) for c in spec.grade_cells}
@@ -86,14 +79,15 @@ def zero_scores(spec: NotebookSpec) -> dict[str, tuple[float | None, float]]:
 class Session:
     """The conversation with one worker process."""
 
-    def __init__(self, cells: list[dict[str, str]], limits: Limits, workdir: str) -> None:
+    def __init__(self, cells: list[dict[str, str]], limits: Limits, files: dict[str, str]) -> None:
         self.limits = limits
-        ctx = context()
-        self.conn, child = ctx.Pipe(duplex=True)
-        wl = WorkerLimits(limits.check_timeout, limits.cell_timeout, limits.notebook_timeout, limits.memory_mb, limits.output_bytes)
-        self.proc = ctx.Process(target=child_main, args=(child, cells, wl, workdir), daemon=True)
-        self.proc.start()
-        child.close()
+        plan = {"cells": cells, "limits": {k: getattr(limits, k) for k in
+                                           ("check_timeout", "cell_timeout", "notebook_timeout", "memory_mb", "output_bytes")}}
+        try:
+            self.worker = sandbox.MODE.launch(plan, files)
+        except sandbox.SandboxFailed as exc:
+            raise Stopped(f"the grading sandbox could not start a worker: {exc}") from None
+        self.conn = self.worker.conn
         with _LIVE_LOCK:
             _LIVE.add(self)
         self.deadline = time.monotonic() + limits.notebook_timeout
@@ -128,8 +122,7 @@ class Session:
             raise Stopped(self._death(exc)) from None
 
     def _death(self, exc: BaseException) -> str:
-        self.proc.join(2)
-        code = self.proc.exitcode
+        code = self.worker.exitcode(2)
         if code is None:
             self.kill()
             return f"the worker closed its connection ({self.where})"
@@ -143,19 +136,11 @@ class Session:
         return f"the notebook's code ended the worker process (exit status {code}) ({self.where})"
 
     def kill(self) -> None:
-        """SIGKILL the worker's process group (the worker and whatever the notebook started), then the worker."""
-        if self.proc.pid:
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-        if self.proc.is_alive():
-            self.proc.kill()
-        self.proc.join(5)
+        """SIGKILL the worker and every process the notebook started (in the sandbox: its whole PID namespace)."""
+        self.worker.kill()
 
     def close(self) -> None:
-        self.kill()
-        self.conn.close()
+        self.worker.close()
         with _LIVE_LOCK:
             _LIVE.discard(self)
 
@@ -313,13 +298,12 @@ def execute(sanitized: Sanitized, spec: NotebookSpec, limits: Limits, tolerance:
     flags, notes = list(sanitized.flags), list(sanitized.notes)
     plan = plan_cells(nb, spec)
     payload = [{"kind": "checks"} if src else {"kind": "code", "source": nb.cells[i].source} for i, src in plan]
-    workdir = tempfile.mkdtemp(prefix="autograder-")
     reason = ""
     visible_passed: set[str] = set()
+    if sandbox.MODE.unsafe:
+        notes.append(sandbox.UNSANDBOXED)
     try:
-        if files_from is not None:
-            _copy_files(files_from, Path(workdir))
-        session = Session(payload, limits, workdir)
+        session = Session(payload, limits, sandbox.submission_files(files_from))
         try:
             count = 0
             for step, (i, src) in enumerate(plan):
@@ -374,8 +358,10 @@ def execute(sanitized: Sanitized, spec: NotebookSpec, limits: Limits, tolerance:
                     nb.cells[i].outputs = [from_dict(_stopped_output(reason))]
         finally:
             session.close()
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+    except Stopped as exc:  # no worker at all: the sandbox could not start one
+        reason = str(exc)
+        for i, _ in plan:
+            nb.cells[i].outputs = [from_dict(_stopped_output(reason))]
     graded = score(nb, spec, flags, reason)
     graded.notes = notes
     annotate(nb, flags, notes)
@@ -400,18 +386,3 @@ def score(nb: NotebookNode, spec: NotebookSpec, flags: list[str], reason: str) -
         if src.grade and not src.solution and cell.cell_type == "code":
             cell.source = redact_hidden_tests(cell.source)
     return Graded(scores, comments, nb, flags, reason)
-
-
-def _copy_files(src: Path, dest: Path, limit: int = 50 * 1024 * 1024) -> None:
-    """The submission's other files (data the notebook reads), never its notebooks, within a size budget."""
-    budget = limit
-    for path in sorted(src.rglob("*")):
-        if path.is_symlink() or not path.is_file() or path.suffix == ".ipynb":
-            continue
-        size = path.stat().st_size
-        if size > budget:
-            continue
-        budget -= size
-        target = dest / path.relative_to(src)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(path, target)
