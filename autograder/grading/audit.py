@@ -43,7 +43,9 @@ def _runtime_dirs() -> tuple[str, ...]:
     """Where the Python runtime, installed libraries and the grader's own package live."""
     paths = sysconfig.get_paths()
     dirs = {paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths}
-    dirs.add(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the autograder package
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    dirs.add(package)  # the autograder package (in the sandbox: its staged worker side)
+    dirs.add(os.path.join(os.path.dirname(package), "autograder_answer_side_temporary"))  # TEMPORARY: sandbox's probe shim
     return tuple(sorted(d.rstrip(os.sep) + os.sep for d in dirs))
 
 

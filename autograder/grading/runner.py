@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import os
-import shutil
 import signal
-import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -17,12 +14,11 @@ from nbformat import NotebookNode, from_dict
 from nbgrader import utils as nbutils
 
 from ..settings import Limits, Tolerance
-from . import channel
+from . import channel, sandbox
 from .channel import Violation
 from .judge import flag_output, judge_cell, stopped_output
 from .sanitize import Sanitized, redact_hidden_tests
 from .source import NotebookSpec, SourceCell
-from .worker import child_main, forkserver_context
 
 GRACE = 5.0  # seconds the grader waits beyond a worker's own time limit before it kills the worker
 
@@ -70,11 +66,6 @@ def kill_all() -> None:
         s.kill()
 
 
-def context() -> Any:
-    """The forkserver context: one warm process (numpy, matplotlib, IPython, the catalog imported) forks every worker."""
-    return forkserver_context()
-
-
 def zero_scores(spec: NotebookSpec) -> dict[str, tuple[float | None, float]]:
     """Every grade cell at 0: what an ungradable notebook records."""
     return {c.name: (0.0, c.points or 0.0) for c in spec.grade_cells}
@@ -83,15 +74,15 @@ def zero_scores(spec: NotebookSpec) -> dict[str, tuple[float | None, float]]:
 class Session:
     """The conversation with one worker process."""
 
-    def __init__(self, cells: list[dict[str, str]], limits: Limits, workdir: str) -> None:
+    def __init__(self, cells: list[dict[str, str]], limits: Limits, files: dict[str, str]) -> None:
         self.limits = limits
-        ctx = context()
-        self.conn, child = ctx.Pipe(duplex=True)
         self.reader = channel.Reader(limits.output_bytes)
         self.audits: list[str] = []  # audited events of learner code, each with where the grader was
-        self.proc = ctx.Process(target=child_main, args=(child, channel.plan(cells, limits), workdir), daemon=True)
-        self.proc.start()
-        child.close()
+        try:
+            self.worker = sandbox.MODE.launch(channel.plan(cells, limits), files)
+        except sandbox.SandboxFailed as exc:
+            raise Stopped(f"the grading sandbox could not start a worker: {exc}") from None
+        self.conn = self.worker.conn
         with _LIVE_LOCK:
             _LIVE.add(self)
         self.deadline = time.monotonic() + limits.notebook_timeout
@@ -133,8 +124,7 @@ class Session:
             raise Stopped(self._death(exc)) from None
 
     def _death(self, exc: BaseException) -> str:
-        self.proc.join(2)
-        code = self.proc.exitcode
+        code = self.worker.exitcode(2)
         if code is None:
             self.kill()
             return f"the worker closed its connection ({self.where})"
@@ -148,19 +138,11 @@ class Session:
         return f"the notebook's code ended the worker process (exit status {code}) ({self.where})"
 
     def kill(self) -> None:
-        """SIGKILL the worker's process group (the worker and whatever the notebook started), then the worker."""
-        if self.proc.pid:
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-        if self.proc.is_alive():
-            self.proc.kill()
-        self.proc.join(5)
+        """SIGKILL the worker and every process the notebook started (in the sandbox: its whole PID namespace)."""
+        self.worker.kill()
 
     def close(self) -> None:
-        self.kill()
-        self.conn.close()
+        self.worker.close()
         with _LIVE_LOCK:
             _LIVE.discard(self)
 
@@ -250,12 +232,11 @@ def execute(sanitized: Sanitized, spec: NotebookSpec, limits: Limits, tolerance:
     flags, notes = list(sanitized.flags), list(sanitized.notes)
     plan = plan_cells(nb, spec)
     payload = [{"kind": "checks"} if src else {"kind": "code", "source": nb.cells[i].source} for i, src in plan]
-    workdir = tempfile.mkdtemp(prefix="autograder-")
     reason = ""
+    if sandbox.MODE.unsafe:
+        notes.append(sandbox.UNSANDBOXED)
     try:
-        if files_from is not None:
-            _copy_files(files_from, Path(workdir))
-        session = Session(payload, limits, workdir)
+        session = Session(payload, limits, sandbox.submission_files(files_from))
         try:
             _converse(session, nb, plan, limits, tolerance, secret, flags, notes)
         except Stopped as exc:
@@ -272,8 +253,9 @@ def execute(sanitized: Sanitized, spec: NotebookSpec, limits: Limits, tolerance:
         finally:
             session.close()
             flags.extend(f"introspection by learner code: {a}" for a in session.audits)
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+    except Stopped as exc:  # no worker at all: the sandbox could not start one
+        reason = str(exc)
+        _stop_rest(nb, plan, reason)
     graded = score(nb, spec, flags, reason)
     graded.notes = notes
     annotate(nb, flags, notes)
@@ -345,18 +327,3 @@ def score(nb: NotebookNode, spec: NotebookSpec, flags: list[str], reason: str) -
         if src.grade and not src.solution and cell.cell_type == "code":
             cell.source = redact_hidden_tests(cell.source)
     return Graded(scores, comments, nb, flags, reason)
-
-
-def _copy_files(src: Path, dest: Path, limit: int = 50 * 1024 * 1024) -> None:
-    """The submission's other files (data the notebook reads), never its notebooks, within a size budget."""
-    budget = limit
-    for path in sorted(src.rglob("*")):
-        if path.is_symlink() or not path.is_file() or path.suffix == ".ipynb":
-            continue
-        size = path.stat().st_size
-        if size > budget:
-            continue
-        budget -= size
-        target = dest / path.relative_to(src)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(path, target)
