@@ -97,7 +97,8 @@ class Session:
                 return message
             if len(self.audits) >= channel.MAX_AUDITS:
                 raise Violation(f"sent more than {channel.MAX_AUDITS} audit reports")
-            self.audits.append(f"{message.event} ({message.detail}) from {message.where}, {self.where}")
+            what = message.event if message.detail == message.event else f"{message.event} ({message.detail})"
+            self.audits.append(f"{what} from {message.where}, {self.where}")
 
     def _recv_bytes(self, left_here: float, timeout: float) -> bytes:
         left = self.deadline - time.monotonic()
