@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import random
 import sys
 import traceback
@@ -60,10 +62,16 @@ class Check:
     # method the learner need not write (Value.__eq__ falls back to object's identity).
     required: tuple[str, ...] | None = None
 
-    def make_cases(self, hidden: bool = False) -> list[Case]:
-        """The cases for the visible check, or other inputs (and more of them) for the hidden one."""
-        rng = random.Random(f"{self.name}/{'hidden' if hidden else 'visible'}")
-        return self.cases(rng, hidden)
+    def make_cases(self, hidden: bool = False, secret: bytes | str | None = None) -> list[Case]:
+        """The cases for the visible check, or other inputs (and more of them) for the hidden one.
+
+        With a course's `secret`, the hidden inputs are drawn from it: nobody holding only the package can predict them.
+        """
+        seed = f"{self.name}/{'hidden' if hidden else 'visible'}"
+        if hidden and secret is not None:
+            key = secret.encode() if isinstance(secret, str) else secret
+            seed = hmac.new(key, seed.encode(), hashlib.sha256).hexdigest()
+        return self.cases(random.Random(seed), hidden)
 
 
 def is_defined(ns: Namespace, target: str) -> bool:
@@ -141,6 +149,7 @@ def judge_check(
     tolerance: Tolerance,
     missing: Callable[[], list[str]],
     observe_case: Callable[[Case], Observation],
+    secret: bytes | str | None = None,
 ) -> CheckResult:
     """Decide one check from observations obtained anywhere (here, or from a grading worker)."""
 
@@ -150,7 +159,7 @@ def judge_check(
     absent = missing()
     if absent:
         return result(False, f"not implemented yet: define {', '.join(absent)}")
-    for case in check.make_cases(hidden):
+    for case in check.make_cases(hidden, secret):
         failure = check.judge(case, observe_case(case), tolerance)
         if failure:
             return result(False, failure)
