@@ -428,12 +428,9 @@ class Unsandboxed:
 
 def run_worker(conn: Connection, plan: dict[str, Any], workdir: str) -> None:
     """The worker's entry point, in or out of the sandbox."""
-    from autograder.grading import worker
+    from autograder.grading.worker import child_main
 
-    if hasattr(worker, "WorkerLimits"):  # TEMPORARY until channel's plan-based child_main is merged
-        worker.child_main(conn, plan["cells"], worker.WorkerLimits(**plan["limits"]), workdir)
-    else:
-        worker.child_main(conn, plan, workdir)
+    child_main(conn, plan, workdir)
 
 
 MAX_FILES_BYTES = 50 * 2**20
@@ -587,13 +584,7 @@ def _learner(channel_fd: int, libc: Any) -> None:
                 continue
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(base64.b64decode(data))
-        from autograder.grading import worker
-
-        plan = start["plan"]
-        if hasattr(worker, "WorkerLimits"):  # TEMPORARY until channel's plan-based child_main is merged
-            worker.child_main(conn, plan["cells"], worker.WorkerLimits(**plan["limits"]), SCRATCH)
-        else:
-            worker.child_main(conn, plan, SCRATCH)
+        run_worker(conn, start["plan"], SCRATCH)
     except BaseException:
         import traceback
 
