@@ -243,8 +243,8 @@ def test_nothing_a_notebook_started_outlives_the_batch_or_reaches_the_course(bat
     left = subprocess.run(["pgrep", "-f", "pwned-"], capture_output=True, text=True)
     assert left.stdout.strip() == "", "a process started by a notebook outlived its grading"
     assert tree_digest(course / "submitted") == batch["submitted_before"], "a submission changed during grading"
-    reached = [p for p in course.parent.rglob("*") if p.name.startswith("pwned-") or p.name in ("glob.py", "json.py")
-               and "submitted" not in p.parts]
+    reached = [p for p in course.parent.rglob("*") if p.name.startswith("pwned-") or (p.name in ("glob.py", "json.py")
+               and "submitted" not in p.parts)]
     assert reached == []
 
 
