@@ -41,7 +41,7 @@ START_TIMEOUT = 60.0  # seconds the fork server may take to import numpy, matplo
 SPAWN_TIMEOUT = 10.0  # seconds the fork server may take to start one worker (~10 ms)
 KILL_TIMEOUT = 3.0  # seconds a killed worker may take to be reported gone before its whole sandbox is killed
 SCRATCH_BYTES = 512 * 2**20  # each notebook's tmpfs scratch (its submission's files and whatever it writes)
-NPROC = 256  # processes one notebook may run at once (a fork bomb stops there, in its own user namespace)
+NPROC = 256  # RLIMIT_NPROC of a notebook: best effort only (measured here, grading as root: not enforced)
 ANSWER_SIDE_TEMP = "autograder_answer_side_temporary"  # TEMPORARY: see probe_shim.py
 ANSWER_SIDE_MODULES = ("__init__", "catalog", "check", "expressions", "numeric", "net_reference", "safe", "settings",
                        "report", "notebook")  # TEMPORARY: what probe_shim needs until autograder.probes lands
@@ -516,7 +516,7 @@ def enter_namespaces(libc: Any) -> None:
 
 
 def drop_privileges(libc: Any) -> None:
-    """No capability left, none to regain (empty bounding set, no_new_privs), and a process cap for fork bombs."""
+    """No capability left, none to regain (empty bounding set, no_new_privs); RLIMIT_NPROC as a best effort."""
     import resource
 
     for cap in range(64):
