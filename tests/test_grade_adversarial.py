@@ -7,6 +7,7 @@ batch runs once with --jobs 2 and small limits while a second grader tries to st
 from __future__ import annotations
 
 import csv
+import json
 import os
 import shutil
 import signal
@@ -208,9 +209,9 @@ def test_feedback_shows_the_flags_and_the_reason(batch: dict) -> None:
         assert fb.returncode == 0, fb.stderr
     html = {s: (course / "feedback" / s / corpus.ASSIGNMENT / f"{corpus.NB}.html").read_text()
             for s in ("patch_check", "hard_coded", "segfault", "truncated_json")}
-    assert "Flagged for review" in html["patch_check"] and "tampering with the grader" in html["patch_check"]
+    assert "Flagged for review" in html["patch_check"] and "autograder.check" in html["patch_check"]
     assert "Flagged for review" in html["hard_coded"] and "hard-coded answers?" in html["hard_coded"]
-    assert "SIGSEGV" in html["segfault"] and "Flagged" not in html["segfault"]
+    assert "SIGSEGV" in html["segfault"] and "ctypes.string_at" in html["segfault"]
     assert "could not be graded" in html["truncated_json"] and "not valid JSON" in html["truncated_json"]
 
 
@@ -251,7 +252,8 @@ def test_nothing_a_notebook_started_outlives_the_batch_or_reaches_the_course(bat
 def test_feedback_shows_no_secret_of_the_grader_and_no_hidden_test_source(batch: dict) -> None:
     course = batch["course"]
     for student in ("leaks_environment", "leaks_hidden_tests", "steals_solutions"):
-        text = (course / "autograded" / student / corpus.ASSIGNMENT / f"{corpus.NB}.ipynb").read_text()
-        assert SECRET not in text and "BEGIN HIDDEN TESTS" not in text and "BEGIN SOLUTION" not in text
-    printed = (course / "autograded" / "leaks_environment" / corpus.ASSIGNMENT / f"{corpus.NB}.ipynb").read_text()
-    assert "NBGRADER_EXECUTION" in printed  # the attack ran and printed the environment it had
+        nb = json.loads((course / "autograded" / student / corpus.ASSIGNMENT / f"{corpus.NB}.ipynb").read_text())
+        printed = json.dumps([c.get("outputs", []) for c in nb["cells"]])  # (the attacks' own source names the markers)
+        assert SECRET not in printed and "BEGIN HIDDEN TESTS" not in printed and "BEGIN SOLUTION" not in printed
+        if student == "leaks_environment":
+            assert "NBGRADER_EXECUTION" in printed  # the attack ran, and printed the environment it had

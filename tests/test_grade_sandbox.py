@@ -94,6 +94,7 @@ print(json.dumps({
     "write_runtime": can_write(os.path.join(sys.prefix, "planted.py")),
     "write_usr": can_write("/usr/planted.py"),
     "write_stage": can_write("/grader/autograder/planted.py"),
+    "write_root": can_write("/planted.py") or can_write("/etc/ld.so.preload"),
     "seen": [p for p in PATHS if os.path.exists(p)],
     "listed": {p: sorted(os.listdir(p)) for p in LISTED if os.path.isdir(p)},
     "proc": os.listdir("/proc"),
@@ -109,7 +110,7 @@ def test_a_notebook_writes_only_its_scratch_and_sees_none_of_the_graders_files(b
     listed = [str(ROOT), str(Path.home()), "/"]
     got = json.loads(run(box, f"PATHS = {paths!r}\nLISTED = {listed!r}\n" + PROBE_FILES)[0])
     assert got["cwd"] == sandbox.SCRATCH and got["write_scratch"] and got["write_tmp"]
-    assert not got["write_runtime"] and not got["write_usr"] and not got["write_stage"]
+    assert not got["write_runtime"] and not got["write_usr"] and not got["write_stage"] and not got["write_root"]
     assert got["seen"] == [str(Path(sys.prefix) / "pyvenv.cfg")]  # the runtime, read-only, and nothing else of ours
     for folder, names in got["listed"].items():  # at most the mount points leading to the runtime
         allowed = {Path(p).relative_to(folder).parts[0] for p in sandbox.runtime_paths() if p.startswith(folder.rstrip("/") + "/")}
