@@ -21,7 +21,7 @@ from typing import Any
 EVENTS = {
     "sys._getframe", "sys._current_frames", "sys.settrace", "sys.setprofile", "sys.addaudithook",
     "gc.get_objects", "gc.get_referrers", "gc.get_referents",
-    "code.__new__", "function.__new__", "marshal.loads",
+    "code.__new__", "function.__new__",
     "os.kill", "os.killpg", "signal.pthread_kill",
     "subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork", "os.forkpty", "pty.spawn",
 }

@@ -112,6 +112,8 @@ def _mime_json(data: dict[str, Any]) -> dict[str, Any]:
             value = _json_or_empty(value, None)
             if value is None:
                 continue
+        elif isinstance(value, list) and all(isinstance(v, str) for v in value):
+            value = "".join(value)
         elif not isinstance(value, str):
             continue
         bundle[str(mime)] = value
