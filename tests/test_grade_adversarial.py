@@ -191,16 +191,16 @@ def test_a_notebook_deleting_its_working_directory_leaves_the_course_alone(batch
 
 def test_feedback_shows_the_flags_and_the_reason(batch: dict) -> None:
     course = batch["course"]
-    for student in ("patch_check", "hard_coded", "segfault", "truncated_json"):
+    for student in ("patch_builtins", "hard_coded", "segfault", "truncated_json"):
         fb = subprocess.run(["nbgrader", "generate_feedback", corpus.ASSIGNMENT, "--student", student, "--force",
                              f"--NbGrader.config_file={course / 'test_config.py'}"],
                             cwd=course, env=env(course), capture_output=True, text=True, timeout=300)
         assert fb.returncode == 0, fb.stderr
     html = {s: (course / "feedback" / s / corpus.ASSIGNMENT / f"{corpus.NB}.html").read_text()
-            for s in ("patch_check", "hard_coded", "segfault", "truncated_json")}
-    assert "Flagged for review" in html["patch_check"] and "tampering with the grader" in html["patch_check"]
+            for s in ("patch_builtins", "hard_coded", "segfault", "truncated_json")}
+    assert "Flagged for review" in html["patch_builtins"] and "tampering with the grader" in html["patch_builtins"]
     assert "Flagged for review" in html["hard_coded"] and "hard-coded answers?" in html["hard_coded"]
-    assert "SIGSEGV" in html["segfault"] and "Flagged" not in html["segfault"]
+    assert "SIGSEGV" in html["segfault"] and "ctypes.string_at" in html["segfault"]  # the route is flagged, not the crash
     assert "could not be graded" in html["truncated_json"] and "not valid JSON" in html["truncated_json"]
 
 
@@ -225,3 +225,10 @@ def test_killing_the_adversarial_batch_then_rerunning_records_every_grade_once(b
     with sqlite3.connect(course / "gradebook.db") as db:
         rows, distinct = db.execute("select count(*), count(distinct notebook_id || '/' || cell_id) from grade").fetchone()
     assert rows == distinct == len(batch["cells"])
+
+
+def test_flooded_outputs_leave_autograded_notebooks_near_the_output_cap(batch: dict) -> None:
+    course = batch["course"]
+    for student in ("huge_display_json", "huge_png_and_html", "many_small_outputs", "cap_raised_in_memory", "print_gigabyte"):
+        size = (course / "autograded" / student / corpus.ASSIGNMENT / f"{corpus.NB}.ipynb").stat().st_size
+        assert size < 2 * 2**20, f"{student}: {size} bytes"  # cap 1 MB of output per cell, plus the notebook itself

@@ -24,6 +24,7 @@ EVENTS = {
     "code.__new__", "function.__new__",
     "os.kill", "os.killpg", "signal.pthread_kill",
     "subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork", "os.forkpty", "pty.spawn",
+    "sqlite3.connect",  # a gradebook is SQLite: no notebook needs a database while it is graded
 }
 PREFIXES = ("ctypes.", "socket.", "_ctypes.")
 # Attributes whose reading or writing raises object.__getattr__ / __setattr__ and hands over a frame or code.

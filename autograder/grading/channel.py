@@ -239,11 +239,11 @@ class Reader:
         keys = set(raw) - {"op", "seq"}
         if keys != FIELDS[op]:
             raise Violation(f"sent a {op!r} message with fields {sorted(keys)}, expected {sorted(FIELDS[op])}")
+        message = self._message(op, raw)
         self.seq += 1
         if raw.get("seq") != self.seq or type(raw.get("seq")) is not int:
             raise Violation(f"sent a {op!r} message numbered {_peek(raw.get('seq'))} where {self.seq} was due "
                             "(a second writer on the channel?)")
-        message = self._message(op, raw)
         if isinstance(message, Audit):
             self.audits.append(message)
         return message
