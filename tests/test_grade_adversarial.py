@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from adversarial import corpus
+from adversarial import corpus, escapes
 from nbgrader.api import Gradebook
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -34,8 +34,12 @@ c.Limits.memory_mb = 1024
 """
 
 
+SECRET = "AKIA-adversarial-batch-secret-5u9x"  # in the grader's environment: no feedback may show it
+
+
 def env(course: Path) -> dict[str, str]:
-    e = {**os.environ, "PATH": BIN + os.pathsep + os.environ.get("PATH", ""), "AUTOGRADER_COURSE_DIR": str(course)}
+    e = {**os.environ, "PATH": BIN + os.pathsep + os.environ.get("PATH", ""), "AUTOGRADER_COURSE_DIR": str(course),
+         "AWS_SECRET_ACCESS_KEY": SECRET}
     e.pop("NBGRADER_EXECUTION", None)
     e.pop("AUTOGRADER_CONFIG", None)
     return e
@@ -91,7 +95,7 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
                           f"--NbGrader.config_file={ROOT / 'grading_config.py'}"],
                          cwd=base, env=env(course), capture_output=True, text=True, timeout=600)
     assert gen.returncode == 0, gen.stderr
-    corpus.build(course)
+    corpus.build(course, {**corpus.CASES, **escapes.CASES, **corpus.HONEST})
     for name in NOTEBOOKS:  # one honest student with the whole workbook solved: no notebook may flag it
         corpus.submit(course, "honest_all", corpus.solved(name), name=name)
     return course
@@ -101,6 +105,7 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def batch(template: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
     """The whole corpus in ONE batch; meanwhile a second grader is started on the same course."""
     course = copy_course(template, tmp_path_factory.mktemp("batch") / "course")
+    before = tree_digest(course / "submitted")
     first = subprocess.Popen(grade_cmd(course, "--csv", str(course / "summary.csv")), cwd=course, env=env(course),
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     lock = course / ".autograder.lock"
@@ -111,11 +116,16 @@ def batch(template: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
     overlapped = first.poll() is None
     out, err = first.communicate(timeout=600)
     assert first.returncode == 0, err
-    return {"course": course, "stdout": out, "second": second, "overlapped": overlapped,
+    return {"course": course, "stdout": out, "second": second, "overlapped": overlapped, "submitted_before": before,
             "rows": csv_rows(course / "summary.csv"), "cells": cell_scores(course)}
 
 
-ALL = {**corpus.CASES, **corpus.HONEST}
+def tree_digest(folder: Path) -> dict[str, bytes]:
+    """Every file under `folder` and its bytes."""
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+ALL = {**corpus.CASES, **escapes.CASES, **corpus.HONEST}
 
 
 @pytest.mark.parametrize("student", list(ALL))
@@ -232,3 +242,23 @@ def test_flooded_outputs_leave_autograded_notebooks_near_the_output_cap(batch: d
     for student in ("huge_display_json", "huge_png_and_html", "many_small_outputs", "cap_raised_in_memory", "print_gigabyte"):
         size = (course / "autograded" / student / corpus.ASSIGNMENT / f"{corpus.NB}.ipynb").stat().st_size
         assert size < 2 * 2**20, f"{student}: {size} bytes"  # cap 1 MB of output per cell, plus the notebook itself
+
+
+def test_nothing_a_notebook_started_outlives_the_batch_or_reaches_the_course(batch: dict) -> None:
+    course = batch["course"]
+    time.sleep(3)  # a survivor would have hunted 2 s after its notebook ended
+    left = subprocess.run(["pgrep", "-f", "pwned-"], capture_output=True, text=True)
+    assert left.stdout.strip() == "", "a process started by a notebook outlived its grading"
+    assert tree_digest(course / "submitted") == batch["submitted_before"], "a submission changed during grading"
+    reached = [p for p in course.parent.rglob("*") if p.name.startswith("pwned-") or (p.name in ("glob.py", "json.py")
+               and "submitted" not in p.parts)]
+    assert reached == []
+
+
+def test_feedback_shows_no_secret_of_the_grader_and_no_hidden_test_source(batch: dict) -> None:
+    course = batch["course"]
+    for student in ("leaks_environment", "leaks_hidden_tests", "steals_solutions"):
+        text = (course / "autograded" / student / corpus.ASSIGNMENT / f"{corpus.NB}.ipynb").read_text()
+        assert SECRET not in text and "BEGIN HIDDEN TESTS" not in text and "BEGIN SOLUTION" not in text
+    printed = (course / "autograded" / "leaks_environment" / corpus.ASSIGNMENT / f"{corpus.NB}.ipynb").read_text()
+    assert "NBGRADER_EXECUTION" in printed  # the attack ran and printed the environment it had

@@ -25,7 +25,9 @@ EVENTS = {
     "os.kill", "os.killpg", "signal.pthread_kill",
     "subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork", "os.forkpty", "pty.spawn",
     "sqlite3.connect",  # a gradebook is SQLite: no notebook needs a database while it is graded
+    "autograder.grader_module",  # raised by the sandbox's stand-in `autograder` when a notebook imports the grader
 }
+FILE_EVENTS = ("open", "os.listdir", "os.scandir")  # reported for paths outside the notebook's folder (and /proc/*/fd)
 PREFIXES = ("ctypes.", "socket.", "_ctypes.")
 # Attributes whose reading or writing raises object.__getattr__ / __setattr__ and hands over a frame or code.
 SECRET_ATTRS = {"__code__", "__globals__", "__closure__", "tb_frame", "gi_frame", "cr_frame", "ag_frame", "gi_code",
@@ -70,6 +72,7 @@ class Hook:
         self.report = report
         paths = sysconfig.get_paths()
         self.runtime = _runtime_dirs()
+        self.own = (*self.runtime, os.getcwd().rstrip(os.sep) + os.sep, os.getcwd(), "/tmp", "/dev/null", "/dev/urandom")
         self.stdlib = tuple(sorted({paths[k].rstrip(os.sep) + os.sep for k in ("stdlib", "platstdlib") if k in paths}))
         self.getframe = sys._getframe  # taken now: a notebook that replaces sys._getframe cannot blind the hook
         self.busy: set[int] = set()
@@ -78,7 +81,7 @@ class Hook:
 
     def __call__(self, event: str, args: tuple[Any, ...]) -> None:
         if not (event in EVENTS or event.startswith(PREFIXES) or event in ("object.__getattr__", "object.__setattr__",
-                                                                          "import", "compile", "open", "os.listdir")):
+                                                                          "import", "compile", *FILE_EVENTS)):
             return
         me = self.ident()
         if me in self.busy:
@@ -124,9 +127,16 @@ class Hook:
             filename = str(args[1]) if len(args) > 1 else ""
             # code given a library's file name would be taken for the runtime's own: an attempt to hide
             return f"code compiled as {filename}" if filename.startswith(self.runtime) else None
-        if event in ("open", "os.listdir"):
-            path = os.fsdecode(args[0]) if isinstance(args[0], (str, bytes)) else ""
-            return f"{event} {path}" if path.startswith("/proc/") and "/fd" in path else None
+        if event in FILE_EVENTS:
+            path = os.fsdecode(args[0]) if args and isinstance(args[0], (str, bytes)) else ""
+            if path.startswith("/proc/") and "/fd" in path:
+                return f"{event} {path}"
+            # an absolute path outside the notebook's folder, /tmp and the runtime: the grader's files are what a
+            # notebook would be after there (the sandbox hides them; this reports the attempt)
+            outside = os.path.isabs(path) and not os.path.normpath(path).startswith(self.own)
+            return f"{event} {path[:200]}" if outside else None
+        if event == "autograder.grader_module":
+            return f"import of the grader's {args[0]}"
         if event in ("os.kill", "os.killpg", "signal.pthread_kill"):
             return f"signal {args[1] if len(args) > 1 else '?'} to {args[0]}"
         if event == "subprocess.Popen":

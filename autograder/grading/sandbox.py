@@ -41,7 +41,7 @@ START_TIMEOUT = 60.0  # seconds the fork server may take to import numpy, matplo
 SPAWN_TIMEOUT = 10.0  # seconds the fork server may take to start one worker (~10 ms)
 KILL_TIMEOUT = 3.0  # seconds a killed worker may take to be reported gone before its whole sandbox is killed
 SCRATCH_BYTES = 512 * 2**20  # each notebook's tmpfs scratch (its submission's files and whatever it writes)
-NPROC = 256  # processes one notebook may run at once (a fork bomb stops there, in its own user namespace)
+NPROC = 256  # RLIMIT_NPROC of a notebook: best effort only (measured here, grading as root: not enforced)
 ANSWER_SIDE_TEMP = "autograder_answer_side_temporary"  # TEMPORARY: see probe_shim.py
 ANSWER_SIDE_MODULES = ("__init__", "catalog", "check", "expressions", "numeric", "net_reference", "safe", "settings",
                        "report", "notebook")  # TEMPORARY: what probe_shim needs until autograder.probes lands
@@ -428,12 +428,9 @@ class Unsandboxed:
 
 def run_worker(conn: Connection, plan: dict[str, Any], workdir: str) -> None:
     """The worker's entry point, in or out of the sandbox."""
-    from autograder.grading import worker
+    from autograder.grading.worker import child_main
 
-    if hasattr(worker, "WorkerLimits"):  # TEMPORARY until channel's plan-based child_main is merged
-        worker.child_main(conn, plan["cells"], worker.WorkerLimits(**plan["limits"]), workdir)
-    else:
-        worker.child_main(conn, plan, workdir)
+    child_main(conn, plan, workdir)
 
 
 MAX_FILES_BYTES = 50 * 2**20
@@ -519,7 +516,7 @@ def enter_namespaces(libc: Any) -> None:
 
 
 def drop_privileges(libc: Any) -> None:
-    """No capability left, none to regain (empty bounding set, no_new_privs), and a process cap for fork bombs."""
+    """No capability left, none to regain (empty bounding set, no_new_privs); RLIMIT_NPROC as a best effort."""
     import resource
 
     for cap in range(64):
@@ -587,13 +584,7 @@ def _learner(channel_fd: int, libc: Any) -> None:
                 continue
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(base64.b64decode(data))
-        from autograder.grading import worker
-
-        plan = start["plan"]
-        if hasattr(worker, "WorkerLimits"):  # TEMPORARY until channel's plan-based child_main is merged
-            worker.child_main(conn, plan["cells"], worker.WorkerLimits(**plan["limits"]), SCRATCH)
-        else:
-            worker.child_main(conn, plan, SCRATCH)
+        run_worker(conn, start["plan"], SCRATCH)
     except BaseException:
         import traceback
 
