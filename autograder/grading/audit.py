@@ -78,11 +78,15 @@ class Hook:
         self.busy: set[int] = set()
         self.seen: set[tuple[str, str]] = set()
         self.ident = threading.get_ident
+        self.pid = os.getpid()
+        self.getpid = os.getpid
 
     def __call__(self, event: str, args: tuple[Any, ...]) -> None:
         if not (event in EVENTS or event.startswith(PREFIXES) or event in ("object.__getattr__", "object.__setattr__",
                                                                           "import", "compile", *FILE_EVENTS)):
             return
+        if self.getpid() != self.pid:
+            return  # a process the notebook forked shares the channel's fd: only the worker itself may write on it
         me = self.ident()
         if me in self.busy:
             return  # the hook's own sys._getframe
