@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
-from adversarial import corpus, escapes
+from adversarial import corpus
 from nbgrader.api import Gradebook
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -96,7 +96,7 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
                           f"--NbGrader.config_file={ROOT / 'grading_config.py'}"],
                          cwd=base, env=env(course), capture_output=True, text=True, timeout=600)
     assert gen.returncode == 0, gen.stderr
-    corpus.build(course, {**corpus.CASES, **escapes.CASES, **corpus.HONEST})
+    corpus.build(course)
     for name in NOTEBOOKS:  # one honest student with the whole workbook solved: no notebook may flag it
         corpus.submit(course, "honest_all", corpus.solved(name), name=name)
     return course
@@ -126,7 +126,7 @@ def tree_digest(folder: Path) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
-ALL = {**corpus.CASES, **escapes.CASES, **corpus.HONEST}
+ALL = {**corpus.CASES, **corpus.HONEST}
 
 
 @pytest.mark.parametrize("student", list(ALL))
@@ -202,16 +202,16 @@ def test_a_notebook_deleting_its_working_directory_leaves_the_course_alone(batch
 
 def test_feedback_shows_the_flags_and_the_reason(batch: dict) -> None:
     course = batch["course"]
-    for student in ("patch_check", "hard_coded", "segfault", "truncated_json"):
+    for student in ("patch_builtins", "hard_coded", "segfault", "truncated_json"):
         fb = subprocess.run(["nbgrader", "generate_feedback", corpus.ASSIGNMENT, "--student", student, "--force",
                              f"--NbGrader.config_file={course / 'test_config.py'}"],
                             cwd=course, env=env(course), capture_output=True, text=True, timeout=300)
         assert fb.returncode == 0, fb.stderr
     html = {s: (course / "feedback" / s / corpus.ASSIGNMENT / f"{corpus.NB}.html").read_text()
-            for s in ("patch_check", "hard_coded", "segfault", "truncated_json")}
-    assert "Flagged for review" in html["patch_check"] and "autograder.check" in html["patch_check"]
+            for s in ("patch_builtins", "hard_coded", "segfault", "truncated_json")}
+    assert "Flagged for review" in html["patch_builtins"] and "tampering with the grader" in html["patch_builtins"]
     assert "Flagged for review" in html["hard_coded"] and "hard-coded answers?" in html["hard_coded"]
-    assert "SIGSEGV" in html["segfault"] and "ctypes.string_at" in html["segfault"]
+    assert "SIGSEGV" in html["segfault"] and "ctypes.string_at" in html["segfault"]  # the route is flagged, not the crash
     assert "could not be graded" in html["truncated_json"] and "not valid JSON" in html["truncated_json"]
 
 
@@ -236,6 +236,13 @@ def test_killing_the_adversarial_batch_then_rerunning_records_every_grade_once(b
     with sqlite3.connect(course / "gradebook.db") as db:
         rows, distinct = db.execute("select count(*), count(distinct notebook_id || '/' || cell_id) from grade").fetchone()
     assert rows == distinct == len(batch["cells"])
+
+
+def test_flooded_outputs_leave_autograded_notebooks_near_the_output_cap(batch: dict) -> None:
+    course = batch["course"]
+    for student in ("huge_display_json", "huge_png_and_html", "many_small_outputs", "cap_raised_in_memory", "print_gigabyte"):
+        size = (course / "autograded" / student / corpus.ASSIGNMENT / f"{corpus.NB}.ipynb").stat().st_size
+        assert size < 2 * 2**20, f"{student}: {size} bytes"  # cap 1 MB of output per cell, plus the notebook itself
 
 
 def test_nothing_a_notebook_started_outlives_the_batch_or_reaches_the_course(batch: dict) -> None:

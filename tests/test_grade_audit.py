@@ -13,11 +13,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import mistakes
 import nbformat
 import pytest
 from adversarial import corpus
-
-import mistakes
 
 ROOT = Path(__file__).resolve().parent.parent
 ENGINES = ROOT / "tests" / "engines"

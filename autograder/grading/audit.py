@@ -21,9 +21,10 @@ from typing import Any
 EVENTS = {
     "sys._getframe", "sys._current_frames", "sys.settrace", "sys.setprofile", "sys.addaudithook",
     "gc.get_objects", "gc.get_referrers", "gc.get_referents",
-    "code.__new__", "function.__new__", "marshal.loads",
+    "code.__new__", "function.__new__",
     "os.kill", "os.killpg", "signal.pthread_kill",
     "subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork", "os.forkpty", "pty.spawn",
+    "sqlite3.connect",  # a gradebook is SQLite: no notebook needs a database while it is graded
     "autograder.grader_module",  # raised by the sandbox's stand-in `autograder` when a notebook imports the grader
 }
 FILE_EVENTS = ("open", "os.listdir", "os.scandir")  # reported for paths outside the notebook's folder (and /proc/*/fd)
@@ -77,11 +78,15 @@ class Hook:
         self.busy: set[int] = set()
         self.seen: set[tuple[str, str]] = set()
         self.ident = threading.get_ident
+        self.pid = os.getpid()
+        self.getpid = os.getpid
 
     def __call__(self, event: str, args: tuple[Any, ...]) -> None:
         if not (event in EVENTS or event.startswith(PREFIXES) or event in ("object.__getattr__", "object.__setattr__",
                                                                           "import", "compile", *FILE_EVENTS)):
             return
+        if self.getpid() != self.pid:
+            return  # a process the notebook forked shares the channel's fd: only the worker itself may write on it
         me = self.ident()
         if me in self.busy:
             return  # the hook's own sys._getframe

@@ -27,7 +27,8 @@ from .sanitize import Unreadable, read_submission, sanitize
 from .source import AssignmentSpec, GradingError, NotebookSpec, load_assignment
 from .store import State, course_lock, course_secret, record_grades, write_notebook
 
-GRADER_VERSION = f"{__version__}/grading-2"  # bump when a change to the grader may change a grade
+GRADER_VERSION = f"{__version__}/grading-3"  # bump when a change to the grader may change a grade
+EDITED_STATE = "its resume record was edited outside the grader: ignored, regraded"
 
 
 @dataclass(frozen=True)
@@ -186,6 +187,9 @@ def run(options: Options) -> list[Row]:
                 else:
                     todo.append((item, fp))
         rows += _grade_all(todo, spec, course, options, limits, tolerance, jobs, state, secret)
+        for row in rows:  # a record the grader did not write (its HMAC fails) was ignored: say so
+            if State.key(options.assignment, row.student, row.notebook) in state.rejected:
+                row.reason = "; ".join(x for x in (row.reason, EDITED_STATE) if x)
     rows.sort(key=lambda r: (r.student, r.notebook))
     if options.unsafe_no_sandbox:
         for row in rows:

@@ -180,7 +180,7 @@ class WorkerObserver:
 LIMIT_ERRORS = {
     "CellTimeout": "stopped at the time limit of {cell_timeout:g} s per cell",
     "MemoryError": "ran out of memory (limit {memory_mb} MiB)",
-    "OutputLimitExceeded": "printed more than {output_bytes} bytes; the cell was stopped and the rest dropped",
+    "OutputLimitExceeded": "printed more than {output_bytes} bytes of output; the cell was stopped and the rest dropped",
     "SystemExit": "called sys.exit() (the cell stopped there)",
 }
 

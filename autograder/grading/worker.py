@@ -76,7 +76,12 @@ class Outputs:
 
     def rich(self, output_type: str, data: dict[str, Any], metadata: dict[str, Any], count: int | None = None) -> None:
         """A display_data or execute_result, counted by its JSON bytes whatever its mime types hold."""
-        out: dict[str, Any] = {"output_type": output_type, "data": _mime_json(data), "metadata": _json_or_empty(metadata)}
+        room = self.limit - self.size
+        bundle, meta = _mime_json(data, room), _json_copy(metadata or {}, room)
+        if bundle is None or meta is None:  # a part alone is over the cap: not worth copying
+            self._room(self.limit + 1)
+            return
+        out: dict[str, Any] = {"output_type": output_type, "data": bundle, "metadata": meta if isinstance(meta, dict) else {}}
         if output_type == "execute_result":
             out["execution_count"] = count
         if self._room(channel.output_size(out)):
@@ -100,30 +105,42 @@ class Outputs:
         self.truncated = False
 
 
-def _mime_json(data: dict[str, Any]) -> dict[str, Any]:
-    """A display's mime bundle as JSON-ready values (bytes as base64, like ipykernel), dropping what cannot be."""
+def _mime_json(data: dict[str, Any], room: int) -> dict[str, Any] | None:
+    """A display's mime bundle as JSON-ready copies (bytes as base64, like ipykernel), dropping what cannot be;
+    None when one value alone is bigger than `room` bytes."""
     import base64
 
     bundle: dict[str, Any] = {}
     for mime, value in data.items():
         if isinstance(value, bytes):
             value = base64.b64encode(value).decode("ascii")
-        if channel.JSON_MIME.match(str(mime)):
-            value = _json_or_empty(value, None)
+        elif isinstance(value, list) and all(isinstance(v, str) for v in value):
+            value = "".join(value)
+        if isinstance(value, str):
+            if len(value) > room:
+                return None
+        elif channel.JSON_MIME.match(str(mime)):
+            value = _json_copy(value, room)
             if value is None:
-                continue
-        elif not isinstance(value, str):
+                return None
+        else:
             continue
-        bundle[str(mime)] = value
+        if value is not _NOT_JSON:
+            bundle[str(mime)] = value
     return bundle
 
 
-def _json_or_empty(value: Any, empty: Any = None) -> Any:
-    """`value` as plain JSON (a round trip), or `empty` when it is not serializable."""
+_NOT_JSON = object()
+
+
+def _json_copy(value: Any, room: int) -> Any:
+    """A plain-JSON copy of `value` (so later changes to it change no output), _NOT_JSON if it has no JSON form,
+    None if its JSON is bigger than `room` bytes."""
     try:
-        return json.loads(json.dumps(value, allow_nan=False))
+        text = channel.encode(value)
     except (TypeError, ValueError, RecursionError):
-        return {} if empty is None and isinstance(value, dict) else empty
+        return _NOT_JSON
+    return None if len(text) > room else json.loads(text)
 
 
 class _Stream:
@@ -137,10 +154,10 @@ class _Stream:
         if not isinstance(s, str):
             raise TypeError(f"write() argument must be str, not {type(s).__name__}")
         if self.outputs.truncated:  # a runaway print loop: stop it now rather than at the time limit
-            raise OutputLimitExceeded(f"the cell printed more than {self.outputs.limit} characters")
+            raise OutputLimitExceeded(f"the cell printed more than {self.outputs.limit} bytes")
         self.outputs.stream(self.name, s)
         if self.outputs.truncated:
-            raise OutputLimitExceeded(f"the cell printed more than {self.outputs.limit} characters")
+            raise OutputLimitExceeded(f"the cell printed more than {self.outputs.limit} bytes")
         return len(s)
 
     def writelines(self, lines: Any) -> None:
@@ -303,7 +320,7 @@ class ProbeKit:
 
 
 ANSWER_SIDE_TEMP = "autograder_answer_side_temporary"  # TEMPORARY: the probe shim's staged copy in the sandbox
-GUARDED = ("builtins", "math", "json", "numbers", "operator", "multiprocessing.connection")
+GUARDED = ("builtins", "math", "json", "json.encoder", "numbers", "operator", "multiprocessing.connection")
 UNGUARDED_NAMES = {"_", "__", "___", "_dh", "_oh", "_ih", "__builtins__"}
 
 

@@ -8,7 +8,7 @@ afterwards that nothing outside the sandbox was reached. Inside the sandbox ther
 
 from __future__ import annotations
 
-from adversarial.corpus import FULL, ZERO, Case, append, scores, solved
+from .corpus import FULL, Case, append, scores, solved
 
 # Where an attacker looks: everything but the system's own folders (a walk of /usr takes longer than a cell may).
 HUNT = '''import os, sys
@@ -102,9 +102,7 @@ for path in hunt({"gradebook.db", "02_values.ipynb"}):
 CASES: dict[str, Case] = {
     # class 4: nothing of a notebook runs once its grading ends
     "setsid_survivor": Case(lambda: append(solved(), "ex_02_value_class", SETSID_SURVIVOR), FULL, "", "subprocess.Popen"),
-    # the forked copy shares the worker's channel: its first audit report is a second writer there, which stops
-    # the notebook at once (every test cell 0), flagged with the fork and the exec
-    "double_fork_survivor": Case(lambda: append(solved(), "ex_02_value_class", DOUBLE_FORK_SURVIVOR), ZERO, "", "os.fork"),
+    "double_fork_survivor": Case(lambda: append(solved(), "ex_02_value_class", DOUBLE_FORK_SURVIVOR), FULL, "", "os.fork"),
     # class 5: the instructor's solutions, classmates, gradebook, state, modules planted for later workers
     "steals_solutions": Case(lambda: append(solved(only=["ex_02_value_class"]), "ex_02_value_class", STEALS_SOLUTIONS),
                              scores(1, 0, 0, 0), "", "os.listdir /"),
