@@ -7,6 +7,7 @@ these tests skip with the reason; under CI=true they fail instead (`./workbook t
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import signal
@@ -17,6 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import grading_corpus as gc
 import pytest
 
 from autograder import cli
@@ -274,3 +276,27 @@ def test_a_stopped_fork_server_is_replaced_and_the_next_notebook_is_graded() -> 
         assert pool.box is not first and first.proc.poll() is not None  # the stuck sandbox was killed
     finally:
         pool.close()
+
+
+@pytest.mark.slow
+def test_unsafe_no_sandbox_grades_the_same_and_marks_every_row_and_the_feedback(tmp_path: Path) -> None:
+    if sandbox.unavailable_reason():
+        _unavailable(str(sandbox.unavailable_reason()))
+    root = gc.make_course(tmp_path / "course")
+    students = ["correct_a", "mul_no_swap"]
+    for student in students:
+        gc.submit(root, student, gc.submission(root, ["derivatives", "engine"], gc.EDITS[student]))
+    unsafe = gc.grade_ours(root, "--unsafe-no-sandbox", "--csv", str(root / "unsafe.csv"))
+    assert unsafe.returncode == 0, unsafe.stderr
+    unsafe_cells = gc.grade_cells(root, students)
+    rows = list(csv.DictReader(open(root / "unsafe.csv")))
+    assert len(rows) == len(students) and all(sandbox.UNSANDBOXED in r["reason"] for r in rows)
+    table = [ln for ln in unsafe.stdout.splitlines() if ln.startswith(tuple(students))]
+    assert len(table) == len(students) and all("UNSANDBOXED" in ln for ln in table)
+    for student in students:
+        graded = (root / "autograded" / student / gc.ASSIGNMENT).glob("*.ipynb")
+        assert all(sandbox.UNSANDBOXED in nb.read_text() for nb in graded)
+    safe = gc.grade_ours(root, "--csv", str(root / "safe.csv"))  # the settings changed: everything is regraded
+    assert safe.returncode == 0, safe.stderr
+    assert "skipped" not in safe.stdout and "UNSANDBOXED" not in safe.stdout
+    assert gc.grade_cells(root, students) == unsafe_cells
