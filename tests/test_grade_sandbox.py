@@ -122,6 +122,15 @@ def test_a_notebook_writes_only_its_scratch_and_sees_none_of_the_graders_files(b
     assert got["proc"] == []  # no process of the grader, the fork server or another notebook to read or signal
 
 
+def test_a_module_planted_in_the_graders_folder_or_a_classmates_scratch_is_on_no_workers_path(box: Any) -> None:
+    run(box, "open('glob.py', 'w').write('PLANTED = True')\nopen('/tmp/json.py', 'w').write('PLANTED = True')")
+    printed = run(box, "import sys, glob\nprint(sys.path)\nprint(hasattr(glob, 'PLANTED'))")[0]
+    path, planted = printed.splitlines()
+    allowed = (sandbox.INSIDE, sandbox.SCRATCH, *sandbox.runtime_paths())
+    assert planted == "False"
+    assert all(p in ("", sandbox.SCRATCH) or p.startswith(allowed) for p in eval(path)), path
+
+
 def test_the_environment_holds_only_what_a_notebook_needs(box: Any) -> None:
     env = json.loads(run(box, "import os, json\nprint(json.dumps(dict(os.environ)))")[0])
     assert SECRET not in json.dumps(env)
