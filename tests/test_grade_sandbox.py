@@ -307,5 +307,5 @@ def test_unsafe_no_sandbox_grades_the_same_and_marks_every_row_and_the_feedback(
         assert all(sandbox.UNSANDBOXED in nb.read_text() for nb in graded)
     safe = gc.grade_ours(root, "--csv", str(root / "safe.csv"))  # the settings changed: everything is regraded
     assert safe.returncode == 0, safe.stderr
-    assert "skipped" not in safe.stdout and "UNSANDBOXED" not in safe.stdout
+    assert "skipped (unchanged)" not in safe.stdout and "UNSANDBOXED" not in safe.stdout
     assert gc.grade_cells(root, students) == unsafe_cells
