@@ -112,7 +112,7 @@ class Session:
         except OSError as exc:
             if "message too long" in str(exc) or "bad message length" in str(exc):
                 self.kill()
-                raise Violation(f"sent a message over {channel.max_message(self.limits.output_bytes)} bytes ({self.where})") from None
+                raise Violation(f"sent a message over {channel.max_message(self.limits.output_bytes)} bytes") from None
             raise Stopped(self._death(exc)) from None
         except EOFError as exc:
             raise Stopped(self._death(exc)) from None
