@@ -7,6 +7,7 @@ batch runs once with --jobs 2 and small limits while a second grader tries to st
 from __future__ import annotations
 
 import csv
+import json
 import os
 import shutil
 import signal
@@ -17,7 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
-from adversarial import corpus, escapes
+from adversarial import corpus
 from nbgrader.api import Gradebook
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -95,7 +96,7 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
                           f"--NbGrader.config_file={ROOT / 'grading_config.py'}"],
                          cwd=base, env=env(course), capture_output=True, text=True, timeout=600)
     assert gen.returncode == 0, gen.stderr
-    corpus.build(course, {**corpus.CASES, **escapes.CASES, **corpus.HONEST})
+    corpus.build(course)
     for name in NOTEBOOKS:  # one honest student with the whole workbook solved: no notebook may flag it
         corpus.submit(course, "honest_all", corpus.solved(name), name=name)
     return course
@@ -125,7 +126,7 @@ def tree_digest(folder: Path) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
-ALL = {**corpus.CASES, **escapes.CASES, **corpus.HONEST}
+ALL = {**corpus.CASES, **corpus.HONEST}
 
 
 @pytest.mark.parametrize("student", list(ALL))
@@ -258,7 +259,8 @@ def test_nothing_a_notebook_started_outlives_the_batch_or_reaches_the_course(bat
 def test_feedback_shows_no_secret_of_the_grader_and_no_hidden_test_source(batch: dict) -> None:
     course = batch["course"]
     for student in ("leaks_environment", "leaks_hidden_tests", "steals_solutions"):
-        text = (course / "autograded" / student / corpus.ASSIGNMENT / f"{corpus.NB}.ipynb").read_text()
-        assert SECRET not in text and "BEGIN HIDDEN TESTS" not in text and "BEGIN SOLUTION" not in text
-    printed = (course / "autograded" / "leaks_environment" / corpus.ASSIGNMENT / f"{corpus.NB}.ipynb").read_text()
-    assert "NBGRADER_EXECUTION" in printed  # the attack ran and printed the environment it had
+        nb = json.loads((course / "autograded" / student / corpus.ASSIGNMENT / f"{corpus.NB}.ipynb").read_text())
+        printed = json.dumps([c.get("outputs", []) for c in nb["cells"]])  # (the attacks' own source names the markers)
+        assert SECRET not in printed and "BEGIN HIDDEN TESTS" not in printed and "BEGIN SOLUTION" not in printed
+        if student == "leaks_environment":
+            assert "NBGRADER_EXECUTION" in printed  # the attack ran, and printed the environment it had

@@ -7,6 +7,7 @@ these tests skip with the reason; under CI=true they fail instead (`./workbook t
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import signal
@@ -17,6 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import grading_corpus as gc
 import pytest
 
 from autograder import cli
@@ -94,6 +96,7 @@ print(json.dumps({
     "write_runtime": can_write(os.path.join(sys.prefix, "planted.py")),
     "write_usr": can_write("/usr/planted.py"),
     "write_stage": can_write("/grader/autograder/planted.py"),
+    "write_root": can_write("/planted.py") or can_write("/etc/ld.so.preload"),
     "seen": [p for p in PATHS if os.path.exists(p)],
     "listed": {p: sorted(os.listdir(p)) for p in LISTED if os.path.isdir(p)},
     "proc": os.listdir("/proc"),
@@ -109,7 +112,7 @@ def test_a_notebook_writes_only_its_scratch_and_sees_none_of_the_graders_files(b
     listed = [str(ROOT), str(Path.home()), "/"]
     got = json.loads(run(box, f"PATHS = {paths!r}\nLISTED = {listed!r}\n" + PROBE_FILES)[0])
     assert got["cwd"] == sandbox.SCRATCH and got["write_scratch"] and got["write_tmp"]
-    assert not got["write_runtime"] and not got["write_usr"] and not got["write_stage"]
+    assert not got["write_runtime"] and not got["write_usr"] and not got["write_stage"] and not got["write_root"]
     assert got["seen"] == [str(Path(sys.prefix) / "pyvenv.cfg")]  # the runtime, read-only, and nothing else of ours
     for folder, names in got["listed"].items():  # at most the mount points leading to the runtime
         allowed = {Path(p).relative_to(folder).parts[0] for p in sandbox.runtime_paths() if p.startswith(folder.rstrip("/") + "/")}
@@ -117,6 +120,15 @@ def test_a_notebook_writes_only_its_scratch_and_sees_none_of_the_graders_files(b
             allowed |= {"bin", "dev", "etc", "grader", "lib", "lib32", "lib64", "proc", "sbin", "scratch", "tmp", "usr"}
         assert set(names) <= allowed, folder
     assert got["proc"] == []  # no process of the grader, the fork server or another notebook to read or signal
+
+
+def test_a_module_planted_in_the_graders_folder_or_a_classmates_scratch_is_on_no_workers_path(box: Any) -> None:
+    run(box, "open('glob.py', 'w').write('PLANTED = True')\nopen('/tmp/json.py', 'w').write('PLANTED = True')")
+    printed = run(box, "import sys, glob\nprint(sys.path)\nprint(hasattr(glob, 'PLANTED'))")[0]
+    path, planted = printed.splitlines()
+    allowed = (sandbox.INSIDE, sandbox.SCRATCH, *sandbox.runtime_paths())
+    assert planted == "False"
+    assert all(p in ("", sandbox.SCRATCH) or p.startswith(allowed) for p in eval(path)), path
 
 
 def test_the_environment_holds_only_what_a_notebook_needs(box: Any) -> None:
@@ -273,3 +285,27 @@ def test_a_stopped_fork_server_is_replaced_and_the_next_notebook_is_graded() -> 
         assert pool.box is not first and first.proc.poll() is not None  # the stuck sandbox was killed
     finally:
         pool.close()
+
+
+@pytest.mark.slow
+def test_unsafe_no_sandbox_grades_the_same_and_marks_every_row_and_the_feedback(tmp_path: Path) -> None:
+    if sandbox.unavailable_reason():
+        _unavailable(str(sandbox.unavailable_reason()))
+    root = gc.make_course(tmp_path / "course")
+    students = ["correct_a", "mul_no_swap"]
+    for student in students:
+        gc.submit(root, student, gc.submission(root, ["derivatives", "engine"], gc.EDITS[student]))
+    unsafe = gc.grade_ours(root, "--unsafe-no-sandbox", "--csv", str(root / "unsafe.csv"))
+    assert unsafe.returncode == 0, unsafe.stderr
+    unsafe_cells = gc.grade_cells(root, students)
+    rows = list(csv.DictReader(open(root / "unsafe.csv")))
+    assert len(rows) == len(students) and all(sandbox.UNSANDBOXED in r["reason"] for r in rows)
+    table = [ln for ln in unsafe.stdout.splitlines() if ln.startswith(tuple(students))]
+    assert len(table) == len(students) and all("UNSANDBOXED" in ln for ln in table)
+    for student in students:
+        graded = (root / "autograded" / student / gc.ASSIGNMENT).glob("*.ipynb")
+        assert all(sandbox.UNSANDBOXED in nb.read_text() for nb in graded)
+    safe = gc.grade_ours(root, "--csv", str(root / "safe.csv"))  # the settings changed: everything is regraded
+    assert safe.returncode == 0, safe.stderr
+    assert "skipped" not in safe.stdout and "UNSANDBOXED" not in safe.stdout
+    assert gc.grade_cells(root, students) == unsafe_cells

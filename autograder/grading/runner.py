@@ -80,7 +80,7 @@ class Session:
         self.audits: list[str] = []  # audited events of learner code, each with where the grader was
         try:
             self.worker = sandbox.MODE.launch(channel.plan(cells, limits), files)
-        except sandbox.SandboxFailed as exc:
+        except (sandbox.SandboxFailed, sandbox.Unavailable) as exc:  # this notebook scores 0 with why; the batch goes on
             raise Stopped(f"the grading sandbox could not start a worker: {exc}") from None
         self.conn = self.worker.conn
         with _LIVE_LOCK:

@@ -156,7 +156,7 @@ def bwrap_argv(bwrap: str, staged: Path, control_fd: int) -> list[str]:
         installed = Path(sysconfig.get_paths()[key]) / "autograder"
         if installed.is_dir():
             argv += ["--tmpfs", str(installed)]
-    argv += ["--ro-bind", str(staged), INSIDE]
+    argv += ["--ro-bind", str(staged), INSIDE, "--remount-ro", "/"]  # bubblewrap's root tmpfs too: nothing to plant
     for key, value in {**ENVIRONMENT, "PATH": f"{os.path.dirname(sys.executable)}:/usr/local/bin:/usr/bin:/bin"}.items():
         argv += ["--setenv", key, value]
     boot = f"import sys; sys.path.insert(0, {INSIDE!r}); from autograder.grading import sandbox; sandbox.serve({control_fd})"

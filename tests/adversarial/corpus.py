@@ -304,6 +304,7 @@ CASES: dict[str, Case] = {
     "always_equal": Case(lambda: append(solved(), "ex_02_manual_grads", ALWAYS_EQUAL), scores(1, 1, 1, 0), "",
                          "always says True"),
     "lying_float": Case(lambda: append(solved(), "ex_02_manual_grads", LYING_FLOAT), scores(1, 1, 1, 0), "", "Exactly"),
+    # in the sandbox the grader's modules are not there to patch: the import fails (the cell stops there) and is flagged
     "patch_check": Case(lambda: append(replace(solved(), "ex_02_mul", "self.data * other.data", "self.data + other.data"),
                                        "ex_02_add", PATCH_CHECK), scores(1, 1, 0, 2), "raised ModuleNotFoundError",
                         "import (autograder.check)"),
@@ -328,6 +329,9 @@ try:  # the message side's attacks (issue 9), built on the helpers above; they a
 except ImportError:
     CHANNEL_CASES = {}
 CASES.update(CHANNEL_CASES)
+from .escapes import CASES as ESCAPE_CASES  # noqa: E402  (the OS side's attacks, classes 4-6, built on the helpers above)
+
+CASES.update(ESCAPE_CASES)
 
 
 def write_big(path: Path, mb: int = BIG_MB) -> None:

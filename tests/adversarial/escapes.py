@@ -8,7 +8,7 @@ afterwards that nothing outside the sandbox was reached. Inside the sandbox ther
 
 from __future__ import annotations
 
-from adversarial.corpus import FULL, Case, append, scores, solved
+from .corpus import FULL, Case, append, scores, solved
 
 # Where an attacker looks: everything but the system's own folders (a walk of /usr takes longer than a cell may).
 HUNT = '''import os, sys
