@@ -97,7 +97,7 @@ CHEATS = {
     "signal to the parent": "import os, signal\nos.kill(os.getppid(), 0)",
     "socket": "import socket\nsocket.socket().close()",
     "channel fd hunted": "import os\nos.listdir('/proc/self/fd')",
-    "grader module imported": "import autograder.grading.batch",
+    "grader module imported": "import autograder.grading.probe_shim",
 }
 
 

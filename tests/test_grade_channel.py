@@ -173,7 +173,7 @@ OUTPUTS = st.one_of(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(OUTPUTS)
 def test_the_channel_accepts_exactly_the_outputs_nbformat_s_schema_accepts(output: dict) -> None:
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x")])

@@ -112,7 +112,7 @@ class Session:
         except OSError as exc:
             if "message too long" in str(exc) or "bad message length" in str(exc):
                 self.kill()
-                raise Violation(f"sent a message over {channel.max_message(self.limits.output_bytes)} bytes ({self.where})") from None
+                raise Violation(f"sent a message over {channel.max_message(self.limits.output_bytes)} bytes") from None
             raise Stopped(self._death(exc)) from None
         except EOFError as exc:
             raise Stopped(self._death(exc)) from None
@@ -158,7 +158,7 @@ class WorkerObserver:
     def _reply(self, kind: type) -> Any:
         message = self.session.recv(self.session.limits.check_timeout + GRACE)
         if not isinstance(message, kind):
-            raise Violation(f"sent {type(message).__name__.lower()} where {kind.__name__.lower()} was due ({self.session.where})")
+            raise Violation(f"sent {_what(message)} where {kind.__name__.lower()} was due")
         return message
 
     def missing(self, check: str) -> list[str]:
@@ -263,6 +263,12 @@ def execute(sanitized: Sanitized, spec: NotebookSpec, limits: Limits, tolerance:
     return graded
 
 
+def _what(message: channel.Message) -> str:
+    """A message named in a few words (its op, and its cell index if it has one) for the evidence."""
+    index = getattr(message, "index", None)
+    return type(message).__name__.lower() + (f" {index}" if index is not None else "")
+
+
 def _stop_rest(nb: NotebookNode, plan: list[tuple[int, SourceCell | None]], reason: str) -> None:
     """Every cell that did not run gets the reason as its error output (its grade cells score 0)."""
     ran = {i for i, c in enumerate(nb.cells) if c.cell_type == "code" and c.get("execution_count")}
@@ -283,7 +289,7 @@ def _converse(session: Session, nb: NotebookNode, plan: list[tuple[int, SourceCe
         msg = session.recv(limits.cell_timeout + GRACE)
         due = channel.Cell if src is None else channel.Grade
         if not isinstance(msg, due) or msg.index != step:
-            raise Violation(f"sent {msg} where {due.__name__.lower()} {step} was due")
+            raise Violation(f"sent {_what(msg)} where {due.__name__.lower()} {step} was due")
         count += 1
         if src is None:
             cell.outputs = msg.outputs
@@ -296,7 +302,7 @@ def _converse(session: Session, nb: NotebookNode, plan: list[tuple[int, SourceCe
         session.send(channel.resume_request())
         reply = session.recv(limits.check_timeout + GRACE)
         if not isinstance(reply, channel.Resumed):
-            raise Violation(f"sent {reply} where resumed was due")
+            raise Violation(f"sent {_what(reply)} where resumed was due")
         if reply.tampered:
             raise Tampered(f"the notebook's code, called by the checks of {session.where}, replaced {', '.join(reply.tampered)}")
         found = [f for f in [*verdict.flags, *observer.suspects] if f not in flags]
@@ -307,7 +313,7 @@ def _converse(session: Session, nb: NotebookNode, plan: list[tuple[int, SourceCe
         cell.execution_count = count
     done = session.recv(limits.cell_timeout + GRACE)
     if not isinstance(done, channel.Done):
-        raise Violation(f"sent {done} where done was due")
+        raise Violation(f"sent {_what(done)} where done was due")
 
 
 def score(nb: NotebookNode, spec: NotebookSpec, flags: list[str], reason: str) -> Graded:
