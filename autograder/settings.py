@@ -25,7 +25,7 @@ class Limits(Configurable):
     cell_timeout = Float(60.0, help="Seconds one notebook cell may run while grading.").tag(config=True)
     notebook_timeout = Float(300.0, help="Seconds one whole notebook may run while grading.").tag(config=True)
     memory_mb = Int(2048, help="Address-space cap of a grading worker, in MiB.").tag(config=True)
-    output_bytes = Int(1_000_000, help="Characters a cell may print while grading; printing more stops the cell.").tag(config=True)
+    output_bytes = Int(1_000_000, help="Bytes of output (as notebook JSON) a cell may leave while grading.").tag(config=True)
     notebook_mb = Int(20, help="Largest submitted notebook file read, in MiB (a bigger one scores 0).").tag(config=True)
 
 

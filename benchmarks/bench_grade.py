@@ -3,7 +3,8 @@
 Run by hand: .venv/bin/python benchmarks/bench_grade.py [--jobs N] [--workbook STUDENTS]
 Without --workbook: 20 submissions of the test fixture assignment (tests/fixtures/source/ps1).
 With --workbook S: S students each handing in the real six-notebook workbook (solutions, untouched
-stubs, and solutions with classic mistakes, in turn).
+stubs, and solutions with classic mistakes, in turn), graded three ways in one run: plain nbgrader, ours in
+the OS sandbox (the default) and ours with --unsafe-no-sandbox; then the sandbox's own costs (start, one worker).
 """
 
 from __future__ import annotations
@@ -84,14 +85,18 @@ def bench_workbook(students: int, jobs: int) -> int:
                 shutil.copytree(release / "workbook", folder)
             else:
                 gc.submit_workbook_with_mistakes(folder)
-        ours = Path(tmp) / "ours"
+        ours, unsafe = Path(tmp) / "ours", Path(tmp) / "unsafe"
         shutil.copytree(plain, ours)
+        shutil.copytree(plain, unsafe)
         t_plain, a = run([os.path.join(gc.BIN, "nbgrader"), "autograde", "workbook", f"--NbGrader.config_file={config}"],
                          plain)
         t_ours, b = run([sys.executable, "-m", "autograder", "grade", "workbook", "--course", str(ours), "--config", config,
                          "--no-progress", *(["--jobs", str(jobs)] if jobs else [])], ours)
-        if a.returncode or b.returncode:
-            print(f"a grader failed: nbgrader exit {a.returncode}, ours exit {b.returncode}\n{b.stderr[-2000:]}")
+        t_unsafe, c = run([sys.executable, "-m", "autograder", "grade", "workbook", "--course", str(unsafe), "--config",
+                           config, "--no-progress", "--unsafe-no-sandbox", *(["--jobs", str(jobs)] if jobs else [])], unsafe)
+        if a.returncode or b.returncode or c.returncode:
+            print(f"a grader failed: nbgrader exit {a.returncode}, ours exit {b.returncode}, unsandboxed exit "
+                  f"{c.returncode}\n{b.stderr[-2000:]}{c.stderr[-2000:]}")
             return 1
         from nbgrader.api import Gradebook
 
@@ -100,13 +105,40 @@ def bench_workbook(students: int, jobs: int) -> int:
                 return {(s, nb.name, g.name): g.score for s in ids for nb in gb.find_submission("workbook", s).notebooks
                         for g in nb.grades}
 
-        pa, pb = cells(plain), cells(ours)
+        pa, pb, pc = cells(plain), cells(ours), cells(unsafe)
+        same = pa == pb == pc
         notebooks = 6 * students
-        print(f"corpus: {students} students x 6 workbook notebooks, {len(pa)} grade cells; scores identical: {pa == pb}")
-        print(f"plain nbgrader autograde : {t_plain:6.1f} s  ({t_plain / notebooks:.2f} s per notebook)")
-        print(f"python -m autograder grade: {t_ours:6.1f} s  ({t_ours / notebooks:.2f} s per notebook)")
-        print(f"speed-up: {t_plain / t_ours:.1f}x")
-        return 0 if pa == pb else 1
+        print(f"corpus: {students} students x 6 workbook notebooks, {len(pa)} grade cells; scores identical: {same}")
+        print(f"plain nbgrader autograde      : {t_plain:6.1f} s  ({t_plain / notebooks:.2f} s per notebook)")
+        print(f"ours, in the OS sandbox       : {t_ours:6.1f} s  ({t_ours / notebooks:.2f} s per notebook)")
+        print(f"ours, --unsafe-no-sandbox     : {t_unsafe:6.1f} s  ({t_unsafe / notebooks:.2f} s per notebook)")
+        print(f"speed-up over plain nbgrader: {t_plain / t_ours:.1f}x sandboxed, {t_plain / t_unsafe:.1f}x unsandboxed; "
+              f"the sandbox costs {100 * (t_ours - t_unsafe) / t_unsafe:+.0f}% of the whole run")
+        sandbox_costs()
+        return 0 if same else 1
+
+
+def sandbox_costs(workers: int = 20) -> None:
+    """The sandbox's own costs: starting it (bubblewrap + the fork server's preload), and one empty worker in it."""
+    from autograder.grading import sandbox
+
+    plan = {"cells": [{"kind": "code", "source": "pass"}], "limits": {"cell_timeout": 10.0}}
+    box = sandbox.Sandbox().start()
+    times = []
+    try:
+        for _ in range(workers):
+            t0 = time.perf_counter()
+            worker = box.launch({"plan": plan, "files": {}})
+            while worker.conn.poll(30) and b'"done"' not in worker.conn.recv_bytes():
+                pass
+            worker.close()
+            times.append(time.perf_counter() - t0)
+    finally:
+        box.close()
+    times.sort()
+    print(f"sandbox start (bubblewrap, staging, preload of numpy/matplotlib/IPython): {box.started:.2f} s, once per batch")
+    print(f"one empty worker in the sandbox, launch to done (median of {workers}): {1000 * times[workers // 2]:.0f} ms "
+          "(own namespaces, tmpfs scratch, no capabilities; IPython's shell is most of it)")
 
 
 if __name__ == "__main__":

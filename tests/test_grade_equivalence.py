@@ -94,3 +94,8 @@ def test_nbgrader_export_writes_our_grades_to_csv(courses):
     assert float(rows["stub"]["score"]) == 0.0
     assert float(rows["mul_no_swap"]["score"]) == 4.0
     assert float(rows["truncated_json"]["score"]) == 0.0
+
+
+def test_no_honest_submission_is_flagged(courses):
+    rows = {r["student_id"]: r for r in csv.DictReader(open(courses["ours"] / "summary.csv"))}
+    assert {s: rows[s]["flags"] for s in courses["honest"] if rows[s]["flags"]} == {}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+import json
 import os
 import signal
 import sqlite3
@@ -92,3 +94,39 @@ def test_cli_errors_are_one_line_without_traceback(course):
                                  "--config", str(course / "nbgrader_config.py")], env=gc.env(), text=True, capture_output=True)
         assert result.returncode == 2
         assert result.stderr.startswith("autograder: error:") and result.stderr.strip().count("\n") == 0
+
+
+@pytest.mark.slow
+def test_an_edited_state_file_cannot_make_the_summary_or_csv_lie(course):
+    assert gc.grade_ours(course).returncode == 0
+    state = course / ".autograder-state.json"
+    records = json.loads(state.read_text())
+    forged_score = f"{gc.ASSIGNMENT}/mul_no_swap/{gc.NOTEBOOK}"
+    forged_hash = f"{gc.ASSIGNMENT}/no_seed/{gc.NOTEBOOK}"
+    gc.submit(course, "no_seed", gc.submission(course, ["derivatives", "engine"], []))  # now correct: a new hash
+    records[forged_score]["score"] = 7.0  # full marks for a submission that earned 4
+    records[forged_hash]["fingerprint"] = fingerprint_now(course, "no_seed")  # "unchanged": skip the regrade
+    records[forged_hash]["score"] = 0.0
+    state.write_text(json.dumps(records))
+    rerun = gc.grade_ours(course, "--csv", str(course / "summary.csv"))
+    assert rerun.returncode == 0, rerun.stderr
+    rows = {r["student_id"]: r for r in csv.DictReader(open(course / "summary.csv"))}
+    gradebook = totals(course)
+    assert {s: float(rows[s]["score"]) for s in STUDENTS} == gradebook == {**STUDENTS, "no_seed": 7}
+    for student in ("mul_no_swap", "no_seed"):
+        assert rows[student]["status"] == "graded" and "edited outside the grader" in rows[student]["reason"]
+    assert rerun.stdout.count("skipped (unchanged)") == len(STUDENTS) - 2
+
+
+def fingerprint_now(course, student):
+    """The fingerprint the grader computes for a student's current submission (what a forger would write)."""
+    from nbgrader.coursedir import CourseDirectory
+
+    from autograder.grading import batch
+    from autograder.grading.source import load_assignment
+    from autograder.settings import Limits, Tolerance, load_config
+
+    config = load_config(course / "nbgrader_config.py")
+    spec = load_assignment(CourseDirectory(config=config).db_url, gc.ASSIGNMENT)
+    path = course / "submitted" / student / gc.ASSIGNMENT / f"{gc.NOTEBOOK}.ipynb"
+    return batch.fingerprint(path, spec, batch.settings_text(Limits(config=config), Tolerance(config=config), False))

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+# Observations of a shape no honest probe returns (in batch grading, the grader treats them as a protocol violation).
+MALFORMED_OBSERVATION = "common.malformed_observation"
+
 MISCONCEPTIONS: dict[str, str] = {
     # structure: what a node remembers
     "add.no_children": "the result of + must remember its operands: Value(self.data + other.data, (self, other), '+')",
@@ -121,6 +124,8 @@ MISCONCEPTIONS: dict[str, str] = {
     # how a failure can have no diagnosis of its own
     "common.leftover_raise": ("your code is there, but the stub's `raise NotImplementedError()` line below it is still "
                               "there and stops it: delete that line"),
+    MALFORMED_OBSERVATION: (
+        "the numbers came back in a shape the grader's own probe never produces: learner code interfered with the check"),
 }
 
 

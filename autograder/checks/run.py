@@ -71,14 +71,14 @@ def check_context(check: Check, case: Case) -> str:
 def verdict(check: Check, case: Case, obs: Observation, tolerance: Tolerance) -> Failure | None:
     """One case judged: None, or why it failed."""
     if not isinstance(obs, dict):
-        return Failure(msg.MALFORMED.format(kind=type(obs).__name__), status=ERROR)
+        return Failure(msg.MALFORMED.format(kind=type(obs).__name__), msg.MALFORMED_OBSERVATION, status=ERROR)
     if "error" in obs:
         return _from_error(check, case, obs)
     try:
         return check.judge(case, obs, tolerance)
     except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
         # a judge fed numbers of the wrong shape: only a tampered worker sends those
-        return Failure(msg.MALFORMED.format(kind=type(exc).__name__), status=ERROR)
+        return Failure(msg.MALFORMED.format(kind=type(exc).__name__), msg.MALFORMED_OBSERVATION, status=ERROR)
 
 
 def judge_one(check: Check, hidden: bool, tolerance: Tolerance, prober: Prober,

@@ -1,5 +1,6 @@
-"""Batch grading of nbgrader submissions: small named steps, learner code in worker processes, judging here.
+"""Batch grading of nbgrader submissions: small named steps, learner code in sandboxed workers, judging here.
 
-discover (batch.Course) -> read & sanitize (sanitize) -> execute in a worker (runner, worker)
--> judge (runner.grade_check_call) -> gradebook + autograded notebook (store) -> summary / CSV (batch).
+discover (batch.Course) -> read & sanitize (sanitize) -> run in a sandboxed worker (sandbox, runner, worker)
+-> every message checked (channel; audit events from the worker's hook, audit) -> judge (judge)
+-> gradebook + autograded notebook (store) -> summary / CSV (batch).
 """

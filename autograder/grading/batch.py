@@ -20,13 +20,15 @@ from traitlets.config import Config
 
 from .. import __version__
 from ..settings import BatchGrading, Limits, Tolerance
-from . import class_report, runner
+from . import class_report, runner, sandbox
+from .judge import stopped_output
 from .runner import Graded, zero_scores
 from .sanitize import Unreadable, read_submission, sanitize
 from .source import AssignmentSpec, GradingError, NotebookSpec, load_assignment
-from .store import State, course_lock, record_grades, write_notebook
+from .store import State, course_lock, course_secret, record_grades, write_notebook
 
-GRADER_VERSION = f"{__version__}/grading-2"  # bump when a change to the grader may change a grade
+GRADER_VERSION = f"{__version__}/grading-3"  # bump when a change to the grader may change a grade
+EDITED_STATE = "its resume record was edited outside the grader: ignored, regraded"
 
 
 @dataclass(frozen=True)
@@ -117,7 +119,7 @@ def not_graded(release_nb: Path, spec: NotebookSpec, reason: str) -> Graded:
     nb.cells.insert(0, nbformat.v4.new_markdown_cell(f"**This notebook could not be graded: {reason}.** Every test cell scores 0."))
     for cell in nb.cells:
         if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("grade"):
-            cell.outputs = [nbformat.from_dict(runner._stopped_output(reason))]
+            cell.outputs = [nbformat.from_dict(stopped_output(reason))]
     graded = runner.score(nb, spec, [], reason)
     graded.scores, graded.ran = zero_scores(spec), False
     graded.comments = {c.name: f"Not graded: {reason}" for c in spec.cells.values() if c.solution}
@@ -125,13 +127,13 @@ def not_graded(release_nb: Path, spec: NotebookSpec, reason: str) -> Graded:
 
 
 def grade_item(item: Item, spec: NotebookSpec, course: Course, assignment: str, limits: Limits, tolerance: Tolerance,
-               other_ids: dict[str, str] | None = None) -> Graded:
+               other_ids: dict[str, str] | None = None, secret: bytes | None = None) -> Graded:
     """Read, sanitize, execute and judge one notebook; an unreadable one is graded 0 with its reason."""
     try:
         sanitized = sanitize(read_submission(item.path, limits.notebook_mb * 2**20), spec, other_ids)
     except Unreadable as exc:
         return not_graded(course.release(assignment) / f"{item.notebook}.ipynb", spec, str(exc))
-    graded = runner.execute(sanitized, spec, limits, tolerance, item.path.parent)
+    graded = runner.execute(sanitized, spec, limits, tolerance, item.path.parent, secret)
     if graded.reason and not any(c.get("execution_count") for c in graded.nb.cells if c.cell_type == "code"):
         graded.reason, graded.ran = f"could not run: {graded.reason}", False
     return graded
@@ -149,13 +151,16 @@ class Options:
     force: bool = False
     csv_path: str | None = None
     progress: bool = True
+    unsafe_no_sandbox: bool = False  # run workers without the OS sandbox (every row says so)
 
 
-def settings_text(limits: Limits, tolerance: Tolerance) -> str:
+def settings_text(limits: Limits, tolerance: Tolerance, unsafe_no_sandbox: bool = False) -> str:
     """The grading settings that can change a grade, as stable text for the fingerprint."""
     keys = {"limits": ["check_timeout", "cell_timeout", "notebook_timeout", "memory_mb", "output_bytes", "notebook_mb"],
             "tolerance": ["rtol", "atol", "forward_rtol"]}
     values = {k: [getattr(limits if k == "limits" else tolerance, n) for n in names] for k, names in keys.items()}
+    if unsafe_no_sandbox:  # a grade earned outside the sandbox is regraded once the sandbox is back
+        values["unsafe_no_sandbox"] = [True]
     return json.dumps(values, sort_keys=True)
 
 
@@ -164,10 +169,11 @@ def run(options: Options) -> list[Row]:
     limits, tolerance = Limits(config=options.config), Tolerance(config=options.config)
     jobs = options.jobs or BatchGrading(config=options.config).jobs or os.cpu_count() or 1
     course = Course.open(options.config, options.course)
-    with course_lock(course.root):
+    with course_lock(course.root), sandbox.MODE.using(options.unsafe_no_sandbox):
         spec = load_assignment(course.coursedir.db_url, options.assignment)
-        settings = settings_text(limits, tolerance)
-        state = State(course.root)
+        settings = settings_text(limits, tolerance, options.unsafe_no_sandbox)
+        secret = course_secret(course.root)
+        state = State(course.root, secret)
         rows: list[Row] = []
         todo: list[tuple[Item, str]] = []
         students = course.students(options.assignment, options.students)
@@ -185,8 +191,15 @@ def run(options: Options) -> list[Row]:
                                     [str(m) for m in old.get("misconceptions", [])][:100]))
                 else:
                     todo.append((item, fp))
-        rows += _grade_all(todo, spec, course, options, limits, tolerance, jobs, state)
+        rows += _grade_all(todo, spec, course, options, limits, tolerance, jobs, state, secret)
+        for row in rows:  # a record the grader did not write (its HMAC fails) was ignored: say so
+            if State.key(options.assignment, row.student, row.notebook) in state.rejected:
+                row.reason = "; ".join(x for x in (row.reason, EDITED_STATE) if x)
     rows.sort(key=lambda r: (r.student, r.notebook))
+    if options.unsafe_no_sandbox:
+        for row in rows:
+            if sandbox.UNSANDBOXED not in row.reason:
+                row.reason = "; ".join(x for x in (row.reason, sandbox.UNSANDBOXED) if x)
     if options.csv_path:
         write_csv(rows, options.csv_path, options.assignment)
     class_report.write(course.root, options.assignment, rows)
@@ -194,7 +207,7 @@ def run(options: Options) -> list[Row]:
 
 
 def _grade_all(todo: list[tuple[Item, str]], spec: AssignmentSpec, course: Course, options: Options, limits: Limits,
-               tolerance: Tolerance, jobs: int, state: State) -> list[Row]:
+               tolerance: Tolerance, jobs: int, state: State, secret: bytes) -> list[Row]:
     """Workers grade in threads (each driving its own process); this thread alone writes, one notebook at a time."""
     from tqdm import tqdm
 
@@ -211,7 +224,7 @@ def _grade_all(todo: list[tuple[Item, str]], spec: AssignmentSpec, course: Cours
         if stop.is_set():
             raise KeyboardInterrupt
         others = {g: nb for g, nb in owners.items() if nb != item.notebook}
-        return grade_item(item, spec.notebooks[item.notebook], course, options.assignment, limits, tolerance, others)
+        return grade_item(item, spec.notebooks[item.notebook], course, options.assignment, limits, tolerance, others, secret)
 
     pool = ThreadPoolExecutor(max_workers=max(1, jobs))
     pending: dict[Future[Graded], tuple[Item, str]] = {pool.submit(work, item): (item, fp) for item, fp in todo}
@@ -226,7 +239,7 @@ def _grade_all(todo: list[tuple[Item, str]], spec: AssignmentSpec, course: Cours
                     except Exception as exc:  # a grader bug must not lose the rest of the batch
                         graded = not_graded(course.release(options.assignment) / f"{item.notebook}.ipynb",
                                             spec.notebooks[item.notebook], f"grader error {type(exc).__name__}: {exc}")
-                    rows.append(_store(gb, course, options.assignment, item, fp, graded, state))
+                    rows.append(_store_or_zero(gb, course, options.assignment, item, fp, graded, state))
                     bar.update(1)
     except BaseException:
         stop.set()
@@ -237,6 +250,16 @@ def _grade_all(todo: list[tuple[Item, str]], spec: AssignmentSpec, course: Cours
         bar.close()
     pool.shutdown()
     return rows
+
+
+def _store_or_zero(gb: Gradebook, course: Course, assignment: str, item: Item, fp: str, graded: Graded, state: State) -> Row:
+    """Store one notebook; if that fails, its row says why (0 points shown, no state kept: the next run regrades it)."""
+    try:
+        return _store(gb, course, assignment, item, fp, graded, state)
+    except Exception as exc:  # one notebook's storage failing must not lose the rest of the batch
+        gb.db.rollback()
+        reason = f"could not store the grade ({type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''})"
+        return Row(item.student, item.notebook, 0.0, graded.max_score, "not graded", graded.flags, reason)
 
 
 def _store(gb: Gradebook, course: Course, assignment: str, item: Item, fp: str, graded: Graded, state: State) -> Row:

@@ -2,15 +2,9 @@
 
 from __future__ import annotations
 
-import dataclasses
-import json
-import os
-import shutil
 import signal
-import tempfile
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,13 +13,12 @@ import nbformat
 from nbformat import NotebookNode, from_dict
 from nbgrader import utils as nbutils
 
-from .. import checks as catalog
-from ..checks import NOT_IMPLEMENTED, CheckResult, judge_checks
-from ..notebook import CheckFailed, verdict_text
 from ..settings import Limits, Tolerance
+from . import channel, sandbox
+from .channel import Violation
+from .judge import flag_output, judge_cell, stopped_output
 from .sanitize import Sanitized, redact_hidden_tests
 from .source import NotebookSpec, SourceCell
-from .worker import MAX_MESSAGE, WorkerLimits, child_main, forkserver_context
 
 GRACE = 5.0  # seconds the grader waits beyond a worker's own time limit before it kills the worker
 
@@ -74,11 +67,6 @@ def kill_all() -> None:
         s.kill()
 
 
-def context() -> Any:
-    """The forkserver context: one warm process (numpy, matplotlib, IPython, the catalog imported) forks every worker."""
-    return forkserver_context()
-
-
 def zero_scores(spec: NotebookSpec) -> dict[str, tuple[float | None, float]]:
     """Every grade cell at 0: what an ungradable notebook records."""
     return {c.name: (0.0, c.points or 0.0) for c in spec.grade_cells}
@@ -87,50 +75,58 @@ def zero_scores(spec: NotebookSpec) -> dict[str, tuple[float | None, float]]:
 class Session:
     """The conversation with one worker process."""
 
-    def __init__(self, cells: list[dict[str, str]], limits: Limits, workdir: str) -> None:
+    def __init__(self, cells: list[dict[str, str]], limits: Limits, files: dict[str, str]) -> None:
         self.limits = limits
-        ctx = context()
-        self.conn, child = ctx.Pipe(duplex=True)
-        wl = WorkerLimits(limits.check_timeout, limits.cell_timeout, limits.notebook_timeout, limits.memory_mb, limits.output_bytes)
-        self.proc = ctx.Process(target=child_main, args=(child, cells, wl, workdir), daemon=True)
-        self.proc.start()
-        child.close()
+        self.reader = channel.Reader(limits.output_bytes)
+        self.audits: list[str] = []  # audited events of learner code, each with where the grader was
+        try:
+            self.worker = sandbox.MODE.launch(channel.plan(cells, limits), files)
+        except (sandbox.SandboxFailed, sandbox.Unavailable) as exc:  # this notebook scores 0 with why; the batch goes on
+            raise Stopped(f"the grading sandbox could not start a worker: {exc}") from None
+        self.conn = self.worker.conn
         with _LIVE_LOCK:
             _LIVE.add(self)
         self.deadline = time.monotonic() + limits.notebook_timeout
         self.where = "before the first cell"
 
-    def recv(self, timeout: float) -> dict[str, Any]:
-        """The worker's next message, or Stopped."""
+    def recv(self, timeout: float) -> channel.Message:
+        """The worker's next message, checked by the channel; audit reports on the way are kept. Stopped or Violation."""
+        wait_until = time.monotonic() + timeout
+        while True:
+            message = self.reader.read(self._recv_bytes(max(0.0, wait_until - time.monotonic()), timeout))
+            if not isinstance(message, channel.Audit):
+                return message
+            if len(self.audits) >= channel.MAX_AUDITS:
+                raise Violation(f"sent more than {channel.MAX_AUDITS} audit reports")
+            what = message.event if message.detail == message.event else f"{message.event} ({message.detail})"
+            self.audits.append(f"{what} from {message.where}, {self.where}")
+
+    def _recv_bytes(self, left_here: float, timeout: float) -> bytes:
         left = self.deadline - time.monotonic()
-        if left <= 0 or not self.conn.poll(min(timeout, left)):
+        if left <= 0 or not self.conn.poll(min(left_here, left)):
             self.kill()
-            if left <= timeout:
+            if left <= left_here:
                 raise Stopped(f"the notebook ran past its time limit of {self.limits.notebook_timeout:g} s ({self.where})")
             raise Stopped(f"no answer within {timeout - GRACE:g} s ({self.where}): an infinite loop that ignores the time limit?")
         try:
-            data = self.conn.recv_bytes(MAX_MESSAGE)
-        except (EOFError, OSError) as exc:
+            return self.conn.recv_bytes(channel.max_message(self.limits.output_bytes))
+        except OSError as exc:
+            if "message too long" in str(exc) or "bad message length" in str(exc):
+                self.kill()
+                raise Violation(f"sent a message over {channel.max_message(self.limits.output_bytes)} bytes") from None
             raise Stopped(self._death(exc)) from None
-        try:
-            message = json.loads(data)
-        except ValueError:
-            self.kill()
-            raise Stopped(f"the worker sent unreadable data ({self.where})") from None
-        if not isinstance(message, dict):
-            self.kill()
-            raise Stopped(f"the worker sent unreadable data ({self.where})")
-        return message
+        except EOFError as exc:
+            raise Stopped(self._death(exc)) from None
 
     def send(self, message: dict[str, Any]) -> None:
+        """A request to the worker (built by `channel`)."""
         try:
-            self.conn.send_bytes(json.dumps(message).encode())
+            self.conn.send_bytes(channel.encode(message))
         except (OSError, ValueError) as exc:
             raise Stopped(self._death(exc)) from None
 
     def _death(self, exc: BaseException) -> str:
-        self.proc.join(2)
-        code = self.proc.exitcode
+        code = self.worker.exitcode(2)
         if code is None:
             self.kill()
             return f"the worker closed its connection ({self.where})"
@@ -144,139 +140,48 @@ class Session:
         return f"the notebook's code ended the worker process (exit status {code}) ({self.where})"
 
     def kill(self) -> None:
-        """SIGKILL the worker's process group (the worker and whatever the notebook started), then the worker."""
-        if self.proc.pid:
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-        if self.proc.is_alive():
-            self.proc.kill()
-        self.proc.join(5)
+        """SIGKILL the worker and every process the notebook started (in the sandbox: its whole PID namespace)."""
+        self.worker.kill()
 
     def close(self) -> None:
-        self.kill()
-        self.conn.close()
+        self.worker.close()
         with _LIVE_LOCK:
             _LIVE.discard(self)
 
 
-def _as_obs(reply: dict[str, Any]) -> dict[str, Any]:
-    obs = reply.get("observation")
-    if not isinstance(obs, dict):
-        raise Stopped("the worker sent a malformed observation")
-    return obs
+class WorkerObserver:
+    """The judge's view of one worker: every request built by the channel, every reply checked by it."""
 
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.suspects: list[str] = []  # learner objects caught lying to the probes
 
-NUDGE = 1.0 + 2.0**-10  # about 0.1%: a real function barely notices; a table of the visible answers does
+    def _reply(self, kind: type) -> Any:
+        message = self.session.recv(self.session.limits.check_timeout + GRACE)
+        if not isinstance(message, kind):
+            raise Violation(f"sent {_what(message)} where {kind.__name__.lower()} was due")
+        return message
 
+    def missing(self, check: str) -> list[str]:
+        """The check's targets the notebook lacks."""
+        self.session.send(channel.missing_request(check))
+        return self._reply(channel.Missing).targets
 
-def nudge(case: Any) -> Any:
-    """The case with every non-integer float input scaled by NUDGE (integers, counts and names kept)."""
-    if isinstance(case, float) and not case.is_integer():
-        return case * NUDGE
-    if isinstance(case, list):
-        return [nudge(x) for x in case]
-    if isinstance(case, dict):
-        return {k: nudge(v) for k, v in case.items()}
-    return case
-
-
-def grade_check_call(session: Session, names: tuple[str, ...], hidden: bool, tolerance: Tolerance,
-                     flags: list[str] | None = None, visible_passed: set[str] | None = None) -> list[CheckResult]:
-    """One `check(...)` statement: the worker observes, this process judges (as `run_checks` would in a kernel).
-
-    Suspicions go to `flags`: a learner object that lied to read_number, and a hidden check that fails where
-    the visible one (in `visible_passed`) passes its exact inputs but not the same inputs nudged by 0.1%.
-    """
-    wait = session.limits.check_timeout + GRACE
-    flags = flags if flags is not None else []
-    visible_passed = visible_passed if visible_passed is not None else set()
-
-    def missing(name: str) -> Callable[[], list[str]]:
-        def ask() -> list[str]:
-            session.send({"op": "missing", "check": name})
-            got = session.recv(wait).get("missing")
-            if not (isinstance(got, list) and all(isinstance(t, str) for t in got)):
-                raise Stopped("the worker sent a malformed answer")
-            return got
-        return ask
-
-    def observe(name: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
-        def ask(case: dict[str, Any]) -> dict[str, Any]:
-            session.send({"op": "observe", "check": name, "case": case})
-            reply = session.recv(wait)
-            for text in _strings(reply.get("suspect"))[:3]:
-                flag = f"lying object in check {name}: {text}"
-                if flag not in flags:
-                    flags.append(flag)
-            return _as_obs(reply)
-        return ask
-
-    class WorkerProber:
-        """Observations from the worker (see checks.run.Prober)."""
-
-        def missing(self, name: str) -> list[str]:
-            return missing(name)()
-
-        def observe(self, name: str, case: dict[str, Any]) -> dict[str, Any]:
-            return observe(name)(case)
-
-    def judged_all(checks: list[Any], hide: bool) -> list[CheckResult]:
-        try:
-            return judge_checks(checks, hide, tolerance, WorkerProber(), get=catalog.get)
-        except Stopped:
-            raise
-        except Exception as exc:  # a judge fed numbers of the wrong shape: only a tampered worker sends those
-            return [CheckResult(c.name, c.targets, False, 0.0, c.points,
-                                f"the learner's process returned malformed data ({type(exc).__name__})", "error")
-                    for c in checks]
-
-    def judged(check: Any, hide: bool) -> CheckResult:
-        return judged_all([check], hide)[0]
-
-    results = judged_all([catalog.get(name) for name in names], hidden)
-    for name, result in zip(names, results):
-        check = catalog.get(name)
-        if not hidden and result.passed:
-            visible_passed.add(name)
-        elif hidden and not result.passed and name in visible_passed and result.status != NOT_IMPLEMENTED:
-            cases = check.make_cases(False)
-            moved = nudge(cases)
-            if moved != cases and judged(check, False).passed:
-                variant = dataclasses.replace(check, cases=lambda rng, hide, moved=moved: moved)
-                if not judged(variant, False).passed:
-                    flags.append(f"hard-coded answers? {name} passes its visible inputs but fails the same inputs "
-                                 "nudged by 0.1% (and its hidden inputs)")
-    return results
-
-
-def _strings(value: Any) -> list[str]:
-    """A list of short strings from the worker, whatever it sent."""
-    return [str(x)[:300] for x in value[:20]] if isinstance(value, list) else []
-
-
-def check_outputs(results: list[CheckResult], hidden: bool) -> list[dict[str, Any]]:
-    """The outputs `check(...)` leaves in a kernel: the verdict lines, then CheckFailed if any check failed."""
-    outs: list[dict[str, Any]] = [{"output_type": "stream", "name": "stdout", "text": verdict_text(results, hidden) + "\n"}]
-    if not all(r.passed for r in results):
-        exc = CheckFailed(results)
-        outs.append({"output_type": "error", "ename": "CheckFailed", "evalue": str(exc), "traceback": exc._render_traceback_()})
-    return outs
-
-
-def _stopped_output(reason: str) -> dict[str, Any]:
-    return {"output_type": "error", "ename": "NotGraded", "evalue": reason, "traceback": [f"Not graded: {reason}"]}
-
-
-def _flag_output(flags: list[str]) -> dict[str, Any]:
-    return {"output_type": "stream", "name": "stdout", "text": "".join(f"⚠ flagged for review: {f}\n" for f in flags)}
+    def observe(self, check: str, case: dict[str, Any]) -> dict[str, Any]:
+        """The raw observations of one case."""
+        self.session.send(channel.observe_request(check, case))
+        reply = self._reply(channel.Observation)
+        for text in reply.suspects[:3]:
+            flag = f"lying object in check {check}: {text[:300]}"
+            if flag not in self.suspects:
+                self.suspects.append(flag)
+        return reply.observation
 
 
 LIMIT_ERRORS = {
     "CellTimeout": "stopped at the time limit of {cell_timeout:g} s per cell",
     "MemoryError": "ran out of memory (limit {memory_mb} MiB)",
-    "OutputLimitExceeded": "printed more than {output_bytes} characters; the cell was stopped and the rest dropped",
+    "OutputLimitExceeded": "printed more than {output_bytes} bytes of output; the cell was stopped and the rest dropped",
     "SystemExit": "called sys.exit() (the cell stopped there)",
 }
 
@@ -319,82 +224,101 @@ def plan_cells(nb: NotebookNode, spec: NotebookSpec) -> list[tuple[int, SourceCe
     return plan
 
 
-def execute(sanitized: Sanitized, spec: NotebookSpec, limits: Limits, tolerance: Tolerance, files_from: Path | None) -> Graded:
-    """Run the sanitized notebook in a fresh worker, judge its grade cells, fill in the outputs, score it."""
+def execute(sanitized: Sanitized, spec: NotebookSpec, limits: Limits, tolerance: Tolerance, files_from: Path | None,
+            secret: bytes | None = None) -> Graded:
+    """Run the sanitized notebook in a fresh worker, judge its grade cells here, fill in the outputs, score it.
+
+    `secret` (the course's) draws the hidden checks' inputs; None keeps the package's, as plain nbgrader has them.
+    """
     nb = sanitized.nb
     flags, notes = list(sanitized.flags), list(sanitized.notes)
     plan = plan_cells(nb, spec)
     payload = [{"kind": "checks"} if src else {"kind": "code", "source": nb.cells[i].source} for i, src in plan]
-    workdir = tempfile.mkdtemp(prefix="autograder-")
     reason = ""
-    visible_passed: set[str] = set()
     misconceptions: list[str] = []
+    if sandbox.MODE.unsafe:
+        notes.append(sandbox.UNSANDBOXED)
     try:
-        if files_from is not None:
-            _copy_files(files_from, Path(workdir))
-        session = Session(payload, limits, workdir)
+        session = Session(payload, limits, sandbox.submission_files(files_from))
         try:
-            count = 0
-            for step, (i, src) in enumerate(plan):
-                cell = nb.cells[i]
-                grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
-                session.where = f"cell {i + 1}" + (f" ({grade_id})" if grade_id else "")
-                if src is None:
-                    msg = session.recv(limits.cell_timeout + GRACE)
-                    if msg.get("op") != "cell" or msg.get("index") != step or not isinstance(msg.get("outputs"), list):
-                        raise Stopped(f"the worker sent an unexpected message ({session.where})")
-                    count += 1
-                    cell.outputs = [from_dict(o) for o in msg["outputs"] if isinstance(o, dict)]
-                    cell.execution_count = count
-                    solution = bool(cell.metadata.get("nbgrader", {}).get("solution"))
-                    note_errors(cell, session.where, solution, limits, notes)
-                    tampered = _strings(msg.get("tampered"))
-                    if tampered:
-                        raise Tampered(f"{session.where} replaced {', '.join(tampered)}")
-                    continue
-                msg = session.recv(limits.cell_timeout + GRACE)
-                if msg.get("op") != "grade" or msg.get("index") != step:
-                    raise Stopped(f"the worker sent an unexpected message ({session.where})")
-                outputs: list[dict[str, Any]] = []
-                found: list[str] = []
-                for call in src.calls or ():
-                    results = grade_check_call(session, call.names, call.hidden, tolerance, found, visible_passed)
-                    outputs += check_outputs(results, call.hidden)
-                    misconceptions[:] = dict.fromkeys([*misconceptions, *(r.misconception for r in results if r.misconception)])
-                    if not all(r.passed for r in results):
-                        break  # CheckFailed ends the cell, as in a kernel
-                session.send({"op": "resume"})
-                reply = session.recv(limits.check_timeout + GRACE)
-                if reply.get("op") != "resumed":
-                    raise Stopped(f"the worker sent an unexpected message ({session.where})")
-                tampered = _strings(reply.get("tampered"))
-                if tampered:
-                    raise Tampered(f"the notebook's code, called by the checks of {session.where}, replaced {', '.join(tampered)}")
-                if found:
-                    outputs.append(_flag_output(found))
-                    flags.extend(f for f in found if f not in flags)
-                count += 1
-                cell.outputs = [from_dict(o) for o in outputs]
-                cell.execution_count = count
-            msg = session.recv(limits.cell_timeout + GRACE)
+            _converse(session, nb, plan, limits, tolerance, secret, flags, notes, misconceptions)
         except Stopped as exc:
             reason = str(exc)
             if isinstance(exc, Tampered):
                 flags.append(f"tampering with the grader: {reason}; the test cells from there on score 0")
                 reason = "stopped: the notebook tampered with the grader (flagged)"
-            ran = {i for i, c in enumerate(nb.cells) if c.cell_type == "code" and c.get("execution_count")}
-            for i, _ in plan:
-                if i not in ran:
-                    nb.cells[i].outputs = [from_dict(_stopped_output(reason))]
+            _stop_rest(nb, plan, reason)
+        except Violation as exc:
+            flags.append(f"broke the grading protocol: the worker {exc} ({session.where}); the test cells from there on score 0")
+            reason = "stopped: the notebook's process broke the grading protocol (flagged)"
+            session.kill()
+            _stop_rest(nb, plan, reason)
         finally:
             session.close()
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+            flags.extend(f"introspection by learner code: {a}" for a in session.audits)
+    except Stopped as exc:  # no worker at all: the sandbox could not start one
+        reason = str(exc)
+        _stop_rest(nb, plan, reason)
     graded = score(nb, spec, flags, reason)
     graded.notes = notes
     graded.misconceptions = misconceptions
     annotate(nb, flags, notes)
     return graded
+
+
+def _what(message: channel.Message) -> str:
+    """A message named in a few words (its op, and its cell index if it has one) for the evidence."""
+    index = getattr(message, "index", None)
+    return type(message).__name__.lower() + (f" {index}" if index is not None else "")
+
+
+def _stop_rest(nb: NotebookNode, plan: list[tuple[int, SourceCell | None]], reason: str) -> None:
+    """Every cell that did not run gets the reason as its error output (its grade cells score 0)."""
+    ran = {i for i, c in enumerate(nb.cells) if c.cell_type == "code" and c.get("execution_count")}
+    for i, _ in plan:
+        if i not in ran:
+            nb.cells[i].outputs = [from_dict(stopped_output(reason))]
+
+
+def _converse(session: Session, nb: NotebookNode, plan: list[tuple[int, SourceCell | None]], limits: Limits,
+              tolerance: Tolerance, secret: bytes | None, flags: list[str], notes: list[str],
+              misconceptions: list[str]) -> None:
+    """Drive the worker through the plan: outputs of code cells, judged checks of grade cells, then done."""
+    observer = WorkerObserver(session)
+    count = 0
+    for step, (i, src) in enumerate(plan):
+        cell = nb.cells[i]
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+        session.where = f"cell {i + 1}" + (f" ({grade_id})" if grade_id else "")
+        msg = session.recv(limits.cell_timeout + GRACE)
+        due = channel.Cell if src is None else channel.Grade
+        if not isinstance(msg, due) or msg.index != step:
+            raise Violation(f"sent {_what(msg)} where {due.__name__.lower()} {step} was due")
+        count += 1
+        if src is None:
+            cell.outputs = msg.outputs
+            cell.execution_count = count
+            note_errors(cell, session.where, bool(cell.metadata.get("nbgrader", {}).get("solution")), limits, notes)
+            if msg.tampered:
+                raise Tampered(f"{session.where} replaced {', '.join(msg.tampered)}")
+            continue
+        verdict = judge_cell(observer, src.calls or (), tolerance, secret)
+        misconceptions[:] = dict.fromkeys([*misconceptions, *(r.misconception for r in verdict.results if r.misconception)])
+        session.send(channel.resume_request())
+        reply = session.recv(limits.check_timeout + GRACE)
+        if not isinstance(reply, channel.Resumed):
+            raise Violation(f"sent {_what(reply)} where resumed was due")
+        if reply.tampered:
+            raise Tampered(f"the notebook's code, called by the checks of {session.where}, replaced {', '.join(reply.tampered)}")
+        found = [f for f in [*verdict.flags, *observer.suspects] if f not in flags]
+        observer.suspects.clear()
+        outputs = verdict.outputs + ([flag_output(found)] if found else [])
+        flags.extend(found)
+        cell.outputs = [from_dict(o) for o in outputs]
+        cell.execution_count = count
+    done = session.recv(limits.cell_timeout + GRACE)
+    if not isinstance(done, channel.Done):
+        raise Violation(f"sent {_what(done)} where done was due")
 
 
 def score(nb: NotebookNode, spec: NotebookSpec, flags: list[str], reason: str) -> Graded:
@@ -415,18 +339,3 @@ def score(nb: NotebookNode, spec: NotebookSpec, flags: list[str], reason: str) -
         if src.grade and not src.solution and cell.cell_type == "code":
             cell.source = redact_hidden_tests(cell.source)
     return Graded(scores, comments, nb, flags, reason)
-
-
-def _copy_files(src: Path, dest: Path, limit: int = 50 * 1024 * 1024) -> None:
-    """The submission's other files (data the notebook reads), never its notebooks, within a size budget."""
-    budget = limit
-    for path in sorted(src.rglob("*")):
-        if path.is_symlink() or not path.is_file() or path.suffix == ".ipynb":
-            continue
-        size = path.stat().st_size
-        if size > budget:
-            continue
-        budget -= size
-        target = dest / path.relative_to(src)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(path, target)

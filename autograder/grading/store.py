@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
+import hmac
 import json
 import os
+import secrets
+import sqlite3
 import tempfile
 import warnings
 from collections.abc import Iterator
@@ -14,12 +18,52 @@ from typing import Any
 
 import nbformat
 from nbgrader.api import Gradebook
+from sqlalchemy import event
+from sqlalchemy.engine import Engine
 
 from .runner import Graded
 from .source import GradingError
 
 STATE_FILE = ".autograder-state.json"
 LOCK_FILE = ".autograder.lock"
+SECRET_FILE = ".autograder-secret"
+BUSY_TIMEOUT_MS = 60_000  # how long a write waits for a gradebook another program holds locked
+
+
+@event.listens_for(Engine, "connect")
+def _busy_timeout(dbapi_connection: Any, _record: Any) -> None:
+    """Every SQLite gradebook connection waits for a lock instead of failing after sqlite's default 5 s."""
+    if isinstance(dbapi_connection, sqlite3.Connection):
+        dbapi_connection.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+
+
+def course_secret(root: Path) -> bytes:
+    """The course's secret (32 random bytes, hex, mode 0600), created on the first `grade` and kept for every re-run.
+
+    It draws the hidden checks' inputs and authenticates the resume state; no grading worker can see it.
+    """
+    path = root / SECRET_FILE
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return _read_secret(path)
+    with os.fdopen(fd, "w") as f:
+        f.write(secrets.token_hex(32) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+    return _read_secret(path)
+
+
+def _read_secret(path: Path) -> bytes:
+    try:
+        text = path.read_text().strip()
+        os.chmod(path, 0o600)
+    except OSError as exc:
+        raise GradingError(f"cannot read the course secret {path}: {exc.strerror}") from None
+    if len(text) != 64 or any(c not in "0123456789abcdef" for c in text):
+        raise GradingError(f"the course secret {path} is damaged (not 64 hex digits); restore it, or delete it to make "
+                           "a new one (the hidden checks' inputs will change)")
+    return bytes.fromhex(text)
 
 
 def atomic_write(path: Path, data: bytes) -> None:
@@ -62,10 +106,16 @@ def course_lock(root: Path) -> Iterator[None]:
 
 
 class State:
-    """What was graded, from which inputs: lets a re-run skip unchanged submissions."""
+    """What was graded, from which inputs: lets a re-run skip unchanged submissions.
 
-    def __init__(self, root: Path) -> None:
+    Each record carries an HMAC under the course secret: a record edited by anyone without the secret (a
+    submission's process cannot read it) is ignored, and its notebook graded again.
+    """
+
+    def __init__(self, root: Path, secret: bytes) -> None:
         self.path = root / STATE_FILE
+        self.secret = secret
+        self.rejected: list[str] = []  # keys whose record failed authentication
         try:
             data = json.loads(self.path.read_text())
             self.records: dict[str, dict[str, Any]] = data if isinstance(data, dict) else {}
@@ -74,14 +124,26 @@ class State:
 
     @staticmethod
     def key(assignment: str, student: str, notebook: str) -> str:
+        """The record's key: one per assignment, student and notebook."""
         return f"{assignment}/{student}/{notebook}"
 
+    def _mac(self, key: str, record: dict[str, Any]) -> str:
+        body = json.dumps([key, {k: v for k, v in record.items() if k != "mac"}], sort_keys=True)
+        return hmac.new(self.secret, body.encode(), hashlib.sha256).hexdigest()
+
     def get(self, key: str) -> dict[str, Any] | None:
+        """The record under `key` if the grader wrote it (its HMAC checks out), else None."""
         record = self.records.get(key)
-        return record if isinstance(record, dict) else None
+        if not isinstance(record, dict):
+            return None
+        if not hmac.compare_digest(str(record.get("mac", "")), self._mac(key, record)):
+            self.rejected.append(key)
+            return None
+        return record
 
     def put(self, key: str, record: dict[str, Any]) -> None:
-        self.records[key] = record
+        """Store a record (with its HMAC) and write the whole state atomically."""
+        self.records[key] = {**record, "mac": self._mac(key, record)}
         atomic_write(self.path, json.dumps(self.records, indent=1, sort_keys=True).encode())
 
 

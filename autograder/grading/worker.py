@@ -16,19 +16,9 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
-MAX_MESSAGE = 64 * 1024 * 1024  # bytes the grader accepts in one message from a worker
+from . import channel
+
 CELL_MARGIN = 1.0  # seconds between the worker's own cell alarm and the grader's SIGKILL (the grader adds more)
-
-
-@dataclass(frozen=True)
-class WorkerLimits:
-    """What the grader allows one notebook (from `autograder.settings.Limits`)."""
-
-    check_timeout: float
-    cell_timeout: float
-    notebook_timeout: float
-    memory_mb: int
-    output_bytes: int
 
 
 class CellTimeout(Exception):
@@ -43,7 +33,10 @@ class OutputLimitExceeded(Exception):
 
 
 class Outputs:
-    """The outputs of the running cell, as nbformat dicts, bounded to `limit` characters."""
+    """The outputs of the running cell, as nbformat dicts, bounded to `limit` bytes of JSON (channel.output_size).
+
+    The grader measures the same way and refuses more, so this count is only the honest worker's courtesy.
+    """
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
@@ -52,21 +45,28 @@ class Outputs:
         self.truncated = False
 
     def _room(self, n: int) -> bool:
-        if self.size + n > self.limit:
-            if not self.truncated:
-                self.truncated = True
-                self.items.append({"output_type": "stream", "name": "stdout",
-                                   "text": f"\n[output truncated: more than {self.limit} characters]\n"})
+        if self.truncated:
+            return False
+        if self.size + n > self.limit or len(self.items) >= channel.MAX_OUTPUTS:
+            self.truncated = True
+            note = {"output_type": "stream", "name": "stdout", "text": "\n" + channel.NOTE.format(limit=self.limit) + "\n"}
+            self.items.append(note)
+            self.size += channel.output_size(note)
             return False
         self.size += n
         return True
 
     def stream(self, name: str, text: str) -> None:
-        if not text or not self._room(len(text)):
+        """Text printed to stdout or stderr (consecutive writes to one stream make one output, as in Jupyter)."""
+        if not text:
             return
         last = self.items[-1] if self.items else None
-        if last and last["output_type"] == "stream" and last["name"] == name and isinstance(last["text"], list):
-            last["text"].append(text)  # joined in export(): appending to one str is quadratic in a print loop
+        joins = last is not None and last["output_type"] == "stream" and last["name"] == name and isinstance(last["text"], list)
+        envelope = 0 if joins else channel.output_size({"output_type": "stream", "name": name, "text": ""})
+        if not self._room(envelope + channel.text_size(text)):
+            return
+        if joins:
+            last["text"].append(text)  # type: ignore[index]  # joined in export(): appending to one str is quadratic
         else:
             self.items.append({"output_type": "stream", "name": name, "text": [text]})
 
@@ -75,22 +75,72 @@ class Outputs:
         return [{**o, "text": "".join(o["text"])} if isinstance(o.get("text"), list) else o for o in self.items]
 
     def rich(self, output_type: str, data: dict[str, Any], metadata: dict[str, Any], count: int | None = None) -> None:
-        size = sum(len(v) if isinstance(v, str) else 100 for v in data.values())
-        if not self._room(size):
+        """A display_data or execute_result, counted by its JSON bytes whatever its mime types hold."""
+        room = self.limit - self.size
+        bundle, meta = _mime_json(data, room), _json_copy(metadata or {}, room)
+        if bundle is None or meta is None:  # a part alone is over the cap: not worth copying
+            self._room(self.limit + 1)
             return
-        out: dict[str, Any] = {"output_type": output_type, "data": data, "metadata": metadata or {}}
+        out: dict[str, Any] = {"output_type": output_type, "data": bundle, "metadata": meta if isinstance(meta, dict) else {}}
         if output_type == "execute_result":
             out["execution_count"] = count
-        self.items.append(out)
+        if self._room(channel.output_size(out)):
+            self.items.append(out)
 
     def error(self, ename: str, evalue: str, traceback: list[str]) -> None:
-        self._room(0)
-        self.items.append({"output_type": "error", "ename": ename, "evalue": evalue[:2000],
-                           "traceback": [str(t)[:5000] for t in traceback[:200]]})
+        """An exception that ended the cell: always kept (within the grader's reserve), shortened."""
+        lines = [str(t)[: channel.ERROR_TEXT] for t in traceback[-channel.ERROR_LINES:]]
+        out = {"output_type": "error", "ename": ename[: channel.ERROR_TEXT], "evalue": evalue[: channel.ERROR_TEXT],
+               "traceback": lines}
+        n = channel.output_size(out)
+        if self.size + n > self.limit + channel.RESERVE // 2:
+            return  # a cell showing error after error: the first ones already decide its grade
+        self.size += n
+        self.items.append(out)
 
     def clear(self) -> None:
+        """clear_output(): the cell starts over with no output."""
         self.items.clear()
         self.size = 0
+        self.truncated = False
+
+
+def _mime_json(data: dict[str, Any], room: int) -> dict[str, Any] | None:
+    """A display's mime bundle as JSON-ready copies (bytes as base64, like ipykernel), dropping what cannot be;
+    None when one value alone is bigger than `room` bytes."""
+    import base64
+
+    bundle: dict[str, Any] = {}
+    for mime, value in data.items():
+        if isinstance(value, bytes):
+            value = base64.b64encode(value).decode("ascii")
+        elif isinstance(value, list) and all(isinstance(v, str) for v in value):
+            value = "".join(value)
+        if isinstance(value, str):
+            if len(value) > room:
+                return None
+        elif channel.JSON_MIME.match(str(mime)):
+            value = _json_copy(value, room)
+            if value is None:
+                return None
+        else:
+            continue
+        if value is not _NOT_JSON:
+            bundle[str(mime)] = value
+    return bundle
+
+
+_NOT_JSON = object()
+
+
+def _json_copy(value: Any, room: int) -> Any:
+    """A plain-JSON copy of `value` (so later changes to it change no output), _NOT_JSON if it has no JSON form,
+    None if its JSON is bigger than `room` bytes."""
+    try:
+        text = channel.encode(value)
+    except (TypeError, ValueError, RecursionError):
+        return _NOT_JSON
+    return None if len(text) > room else json.loads(text)
 
 
 class _Stream:
@@ -104,10 +154,10 @@ class _Stream:
         if not isinstance(s, str):
             raise TypeError(f"write() argument must be str, not {type(s).__name__}")
         if self.outputs.truncated:  # a runaway print loop: stop it now rather than at the time limit
-            raise OutputLimitExceeded(f"the cell printed more than {self.outputs.limit} characters")
+            raise OutputLimitExceeded(f"the cell printed more than {self.outputs.limit} bytes")
         self.outputs.stream(self.name, s)
         if self.outputs.truncated:
-            raise OutputLimitExceeded(f"the cell printed more than {self.outputs.limit} characters")
+            raise OutputLimitExceeded(f"the cell printed more than {self.outputs.limit} bytes")
         return len(s)
 
     def writelines(self, lines: Any) -> None:
@@ -201,7 +251,7 @@ def _die_with_parent() -> None:
         pass
 
 
-def _confine(limits: WorkerLimits, workdir: str) -> None:
+def _confine(limits: Any, workdir: str) -> None:
     """Own process group, scratch directory, resource limits, no inherited terminal output, nbgrader's environment."""
     os.setpgid(0, 0)  # the grader kills the whole group: processes the notebook starts go too
     _die_with_parent()
@@ -228,10 +278,6 @@ def _confine(limits: WorkerLimits, workdir: str) -> None:
     os.close(devnull)
 
 
-def _send(conn: Connection, message: dict[str, Any]) -> None:
-    conn.send_bytes(json.dumps(message, default=repr).encode())
-
-
 def _on_alarm(signum: int, frame: Any) -> None:
     raise CellTimeout("the cell did not finish within the time limit (an infinite loop?)")
 
@@ -255,8 +301,9 @@ def run_cell(shell: Any, outputs: Outputs, source: str, timeout: float) -> None:
 class ProbeKit:
     """The grader's probe functions, taken before any learner code runs (so patching the modules later misses them)."""
 
-    missing: Any
-    observe: Any
+    checks: frozenset[str]
+    missing_targets: Any  # (check name, namespace) -> list of missing targets
+    observe: Any  # (check name, namespace, case, check timeout) -> observation
     suspicions: list[str]
 
     @classmethod
@@ -264,7 +311,7 @@ class ProbeKit:
         from autograder import probes
         from autograder.probes import safe
 
-        return cls(probes.missing, probes.observe, safe.SUSPICIONS)
+        return cls(frozenset(probes.NEEDS), probes.missing, probes.observe, safe.SUSPICIONS)
 
     def drain(self) -> list[str]:
         """What read_number caught lying since the last call."""
@@ -273,7 +320,7 @@ class ProbeKit:
         return out
 
 
-GUARDED = ("builtins", "math", "json", "numbers", "operator", "multiprocessing.connection")
+GUARDED = ("builtins", "math", "json", "json.encoder", "numbers", "operator", "multiprocessing.connection")
 UNGUARDED_NAMES = {"_", "__", "___", "_dh", "_oh", "_ih", "__builtins__"}
 
 
@@ -286,15 +333,15 @@ class Guard:
     """
 
     def __init__(self, user_ns: dict[str, Any]) -> None:
-        from autograder.notebook import check
+        import autograder
 
         self.user_ns = user_ns
-        self.check = check
+        self.check = autograder.check  # the function a notebook imports (the stand-in's, inside the sandbox)
         self.items = self._take()
 
     @staticmethod
     def _modules() -> dict[str, Any]:
-        names = [n for n in list(sys.modules) if n == "autograder" or n.startswith("autograder.")] + list(GUARDED)
+        names = [n for n in list(sys.modules) if n.split(".")[0] == "autograder"] + list(GUARDED)
         return {n: sys.modules[n] for n in names if n in sys.modules}
 
     def _take(self) -> dict[tuple[str, ...], Any]:
@@ -328,47 +375,52 @@ class Guard:
         return changed[:10]
 
 
-def answer_checks(conn: Connection, shell: Any, limits: Any, kit: ProbeKit, guard: Guard) -> None:
+def answer_checks(conn: Connection, writer: channel.Writer, shell: Any, limits: Any, kit: ProbeKit, guard: Guard) -> None:
     """Serve the grader's requests at a grade cell until it says resume; then report any tampering by the probes' calls."""
-    missing, observe = kit.missing, kit.observe
+    missing_targets, observe = kit.missing_targets, kit.observe
     while True:
-        request = json.loads(conn.recv_bytes())
-        op = request.get("op")
+        request = channel.decode_request(conn.recv_bytes())
+        op = request["op"]
         if op == "resume":
-            _send(conn, {"op": "resumed", "tampered": guard.changes()})
+            writer.resumed(guard.changes())
             return
-        name = request["check"]
+        check = request["check"]
+        if check not in kit.checks:
+            raise KeyError(check)
         if op == "missing":
-            _send(conn, {"missing": missing(name, shell.user_ns)})
-        elif op == "observe":
+            writer.missing(missing_targets(check, shell.user_ns))
+        else:
             old_limit = sys.getrecursionlimit()
             kit.drain()
             try:
-                observation = observe(name, shell.user_ns, request["case"], limits.check_timeout)
+                observation = observe(check, shell.user_ns, request["case"], limits.check_timeout)
             finally:
                 sys.setrecursionlimit(old_limit)
-            _send(conn, {"observation": observation, "suspect": kit.drain()})
+            writer.observation(observation, kit.drain())
 
 
-def child_main(conn: Connection, cells: list[dict[str, str]], limits: WorkerLimits, workdir: str) -> None:
-    """Run the cells in order; report each cell's outputs; answer the grader at grade cells."""
+def child_main(conn: Connection, plan: dict[str, Any], workdir: str) -> None:
+    """Run the plan's cells in order; report each cell's outputs; answer the grader at grade cells."""
     from autograder.settings import Limits
 
+    from .audit import install_audit_hook
+
     kit = ProbeKit.take()
+    limits = Limits(**plan["limits"])
     _confine(limits, workdir)
-    check_limits = Limits(check_timeout=limits.check_timeout)
+    writer = channel.Writer(conn)
     outputs = Outputs(limits.output_bytes)
     shell = make_shell(outputs)
     guard = Guard(shell.user_ns)
-    for index, cell in enumerate(cells):
+    install_audit_hook(writer.audit)  # last: from here on, every audited event of learner code is reported
+    for index, cell in enumerate(plan["cells"]):
         outputs.clear()
-        outputs.truncated = False
         if cell["kind"] == "checks":
-            _send(conn, {"op": "grade", "index": index})
-            answer_checks(conn, shell, check_limits, kit, guard)
+            writer.grade(index)
+            answer_checks(conn, writer, shell, limits, kit, guard)
         else:
             run_cell(shell, outputs, cell["source"], limits.cell_timeout)
-            _send(conn, {"op": "cell", "index": index, "outputs": outputs.export(), "tampered": guard.changes()})
-    _send(conn, {"op": "done"})
+            writer.cell(index, outputs.export(), guard.changes())
+    writer.done()
     conn.close()
     os._exit(0)  # skip atexit handlers that learner code may have registered

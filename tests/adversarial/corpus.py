@@ -286,7 +286,7 @@ CASES: dict[str, Case] = {
     "infinite_loop": Case(lambda: before_assignment(solved(), "ex_02_mul", "while True:\n    pass"),
                           scores(1, 1, 0, 2), "time limit"),
     "loop_ignoring_limits": Case(lambda: before_assignment(solved(), "ex_02_mul", LOOP_IGNORING_LIMITS),
-                                 scores(1, 1, 0, 0), "no answer within"),
+                                 scores(1, 1, 0, 0), "no answer within", "subprocess.Popen (runs sleep)"),
     "memory_bomb": Case(lambda: before_assignment(solved(), "ex_02_mul", "hog = [bytearray(10**8) for _ in range(1000)]"),
                         scores(1, 1, 0, 2), "ran out of memory"),
     "print_gigabyte": Case(lambda: before_assignment(solved(), "ex_02_mul", "for _ in range(10**7):\n    print('x' * 99)"),
@@ -296,17 +296,19 @@ CASES: dict[str, Case] = {
     "sys_exit": Case(lambda: before_assignment(solved(), "ex_02_mul", "import sys\nsys.exit()"),
                      scores(1, 1, 0, 2), "called sys.exit()"),
     "segfault": Case(lambda: before_assignment(solved(), "ex_02_mul", "import ctypes\nctypes.string_at(0)"),
-                     scores(1, 1, 0, 0), "SIGSEGV"),
+                     scores(1, 1, 0, 0), "SIGSEGV", "ctypes.string_at"),
     "deletes_files": Case(lambda: append(solved(), "ex_02_value_class", DELETES_FILES), FULL,
                           extra_files={"data.csv": "x,y\n1,2\n"}),
     # cheats: no points for what they target, always flagged
     "always_equal": Case(lambda: append(solved(), "ex_02_manual_grads", ALWAYS_EQUAL), scores(1, 1, 1, 0), "",
                          "always says True"),
     "lying_float": Case(lambda: append(solved(), "ex_02_manual_grads", LYING_FLOAT), scores(1, 1, 1, 0), "", "Exactly"),
+    # in the sandbox the grader's modules are not there to patch: the import fails (the cell stops there) and is flagged
     "patch_check": Case(lambda: append(replace(solved(), "ex_02_mul", "self.data * other.data", "self.data + other.data"),
-                                       "ex_02_add", PATCH_CHECK), scores(1, 0, 0, 0), "tampered with the grader", "check (rebound"),
-    "patch_modules": Case(lambda: append(solved(), "ex_02_add", PATCH_MODULES), scores(1, 0, 0, 0), "tampered with the grader",
-                          "autograder.probes.safe.read_number"),
+                                       "ex_02_add", PATCH_CHECK), scores(1, 1, 0, 2), "raised ModuleNotFoundError",
+                        "import (autograder.checks.run)"),
+    "patch_modules": Case(lambda: append(solved(), "ex_02_add", PATCH_MODULES), FULL, "raised ModuleNotFoundError",
+                          "import (autograder.truth.numeric)"),
     "patch_builtins": Case(lambda: append(solved(), "ex_02_value_class", PATCH_BUILTINS), ZERO, "tampered with the grader", "builtins.abs"),
     "patch_in_probe": Case(lambda: _set(solved(), "ex_02_mul", PATCH_IN_PROBE), scores(1, 1, 0, 0), "tampered with the grader",
                            "called by the checks of cell"),
@@ -319,6 +321,16 @@ CASES: dict[str, Case] = {
 def _set(nb: nbformat.NotebookNode, grade_id: str, source: str) -> nbformat.NotebookNode:
     cell(nb, grade_id).source = source
     return nb
+
+
+try:  # the message side's attacks (issue 9), built on the helpers above; they add themselves when imported first
+    from .channel_cases import CASES as CHANNEL_CASES
+except ImportError:
+    CHANNEL_CASES = {}
+CASES.update(CHANNEL_CASES)
+from .escapes import CASES as ESCAPE_CASES  # noqa: E402  (the OS side's attacks, classes 4-6, built on the helpers above)
+
+CASES.update(ESCAPE_CASES)
 
 
 def write_big(path: Path, mb: int = BIG_MB) -> None:

@@ -1,0 +1,139 @@
+"""Judging a grade cell in the grader: the worker only observes; the truth, the cases and the verdicts live here."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from .. import checks as catalog
+from ..checks import FAILED, NOT_IMPLEMENTED, CheckResult, judge_checks
+from ..checks.messages import MALFORMED_OBSERVATION
+from ..notebook import CheckFailed, verdict_text
+from ..settings import Tolerance
+from .channel import Violation
+from .source import CheckCall
+
+NUDGE = 1.0 + 2.0**-10  # about 0.1%: a real function barely notices; a table of the visible answers does
+
+
+class Observer(Protocol):
+    """What the judge needs from the notebook's worker: raw observations, nothing judged."""
+
+    def missing(self, check: str) -> list[str]:
+        """The check's targets the notebook lacks."""
+        ...
+
+    def observe(self, check: str, case: dict[str, Any]) -> dict[str, Any]:
+        """The raw observations of one case."""
+        ...
+
+
+@dataclasses.dataclass
+class CellVerdict:
+    """One grade cell judged: the outputs `check(...)` would leave in a kernel, and what looked like cheating."""
+
+    outputs: list[dict[str, Any]]
+    results: list[CheckResult]
+    flags: list[str]
+
+
+def nudge(case: Any) -> Any:
+    """The case with every non-integer float input scaled by NUDGE (integers, counts and names kept)."""
+    if isinstance(case, float) and not case.is_integer():
+        return case * NUDGE
+    if isinstance(case, list):
+        return [nudge(x) for x in case]
+    if isinstance(case, dict):
+        return {k: nudge(v) for k, v in case.items()}
+    return case
+
+
+def judge_all(observer: Observer, checks: Sequence[Any], hidden: bool, tolerance: Tolerance,
+              secret: bytes | None) -> list[CheckResult]:
+    """One `check(...)` call decided here from the worker's observations, each failure pinned on its culprit
+    (as in a kernel); observations no honest probe makes are a Violation."""
+    names = ", ".join(c.name for c in checks)
+    try:
+        results = judge_checks(checks, hidden, tolerance, observer, secret, get=catalog.get)
+    except Violation:
+        raise
+    except Exception as exc:  # a judge fed numbers of a shape the probe never makes: only a forged reply has it
+        raise Violation(f"sent observations for check {names} that its judge cannot read "
+                        f"({type(exc).__name__}: {str(exc)[:100]})") from None
+    for r in results:
+        if r.misconception == MALFORMED_OBSERVATION:
+            raise Violation(f"sent observations for check {r.name} that its judge cannot read ({r.message[:100]})")
+    return results
+
+
+def judge_one(observer: Observer, check: Any, hidden: bool, tolerance: Tolerance, secret: bytes | None) -> CheckResult:
+    """One check decided here from the worker's observations."""
+    return judge_all(observer, [check], hidden, tolerance, secret)[0]
+
+
+def tabulated(observer: Observer, check: Any, tolerance: Tolerance) -> bool:
+    """True when the check passes its visible inputs but fails the same inputs nudged by 0.1% (answers looked up)."""
+    cases = check.make_cases(False)
+    moved = nudge(cases)
+    if moved == cases:
+        return False  # nothing to nudge (no float inputs): no evidence either way
+    variant = dataclasses.replace(check, cases=lambda rng, hide, moved=moved: moved)
+    return not judge_one(observer, variant, False, tolerance, None).passed
+
+
+def judge_cell(observer: Observer, calls: Sequence[CheckCall], tolerance: Tolerance, secret: bytes | None) -> CellVerdict:
+    """Every `check(...)` call of a grade cell, as `run_checks` would run them in a kernel, judged here.
+
+    A visible check that passes is also tried on its inputs nudged by 0.1% when nothing else would catch a
+    table of answers: when the cell has no hidden run of it, or its hidden run fails. Failing the nudge is
+    flagged, and without a hidden run the visible check scores 0.
+    """
+    hidden_names = {n for call in calls if call.hidden for n in call.names}
+    visible_passed: set[str] = set()
+    outputs: list[dict[str, Any]] = []
+    results: list[CheckResult] = []
+    flags: list[str] = []
+    for call in calls:
+        judged = []
+        for name, result in zip(call.names, judge_all(observer, [catalog.get(n) for n in call.names], call.hidden,
+                                                       tolerance, secret)):
+            check = catalog.get(name)
+            if not call.hidden and result.passed:
+                if name not in hidden_names and tabulated(observer, check, tolerance):
+                    flags.append(f"hard-coded answers? {name} passes its visible inputs but fails the same inputs "
+                                 "nudged by 0.1%")
+                    result = dataclasses.replace(result, passed=False, points=0.0, status=FAILED, message=(
+                        "passes its own inputs but not the same inputs moved by 0.1%: the answers seem looked up, "
+                        "not computed"))
+                else:
+                    visible_passed.add(name)
+            elif (call.hidden and not result.passed and name in visible_passed
+                  and result.status != NOT_IMPLEMENTED and tabulated(observer, check, tolerance)):
+                flags.append(f"hard-coded answers? {name} passes its visible inputs but fails the same inputs "
+                             "nudged by 0.1% (and its hidden inputs)")
+            judged.append(result)
+        results += judged
+        outputs += check_outputs(judged, call.hidden)
+        if not all(r.passed for r in judged):
+            break  # CheckFailed ends the cell, as in a kernel
+    return CellVerdict(outputs, results, flags)
+
+
+def check_outputs(results: list[CheckResult], hidden: bool) -> list[dict[str, Any]]:
+    """The outputs `check(...)` leaves in a kernel: the verdict lines, then CheckFailed if any check failed."""
+    outs: list[dict[str, Any]] = [{"output_type": "stream", "name": "stdout", "text": verdict_text(results, hidden) + "\n"}]
+    if not all(r.passed for r in results):
+        exc = CheckFailed(results)
+        outs.append({"output_type": "error", "ename": "CheckFailed", "evalue": str(exc), "traceback": exc._render_traceback_()})
+    return outs
+
+
+def stopped_output(reason: str) -> dict[str, Any]:
+    """The error output of a cell the grader could not run (its grade cells score 0, as an error does in nbgrader)."""
+    return {"output_type": "error", "ename": "NotGraded", "evalue": reason, "traceback": [f"Not graded: {reason}"]}
+
+
+def flag_output(flags: list[str]) -> dict[str, Any]:
+    """A stream output naming what the grader flagged in this cell."""
+    return {"output_type": "stream", "name": "stdout", "text": "".join(f"⚠ flagged for review: {f}\n" for f in flags)}

@@ -1,0 +1,106 @@
+"""Judging in the grader: tables of answers are caught by the nudge, forged observations are violations, and a
+notebook that cannot be stored, or a gradebook held locked, never stops the batch."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy
+from nbformat import v4
+
+from autograder import checks as catalog
+from autograder import probes
+from autograder.grading import batch, store
+from autograder.grading.channel import Violation
+from autograder.grading.judge import judge_cell
+from autograder.grading.runner import Graded
+from autograder.grading.source import CheckCall
+from autograder.loader import load
+from autograder.settings import Tolerance
+
+ENGINES = Path(__file__).resolve().parent / "engines"
+SECRET = b"k" * 32
+
+
+class InProcess:
+    """The worker's side of judging, run here on a namespace (as the worker's probes would)."""
+
+    def __init__(self, ns: dict[str, Any], forge: dict[str, Any] | None = None) -> None:
+        self.ns, self.forge, self.asked = ns, forge, 0
+
+    def missing(self, check: str) -> list[str]:
+        return probes.missing(check, self.ns)
+
+    def observe(self, check: str, case: dict[str, Any]) -> dict[str, Any]:
+        self.asked += 1
+        return self.forge if self.forge is not None else probes.observe(check, self.ns, case)
+
+
+def reference() -> dict[str, Any]:
+    return load(ENGINES / "reference.py").namespace
+
+
+def test_an_honest_engine_passes_visible_and_secret_hidden_inputs_without_flags() -> None:
+    calls = (CheckCall(("add_forward", "mul_forward"), False), CheckCall(("add_forward", "mul_forward"), True))
+    verdict = judge_cell(InProcess(reference()), calls, Tolerance(), SECRET)
+    assert [r.passed for r in verdict.results] == [True] * 4 and verdict.flags == []
+    assert [o["output_type"] for o in verdict.outputs] == ["stream", "stream"]
+
+
+def test_a_table_of_the_visible_inputs_alone_is_flagged_and_scores_zero() -> None:
+    ns = reference()
+    known = {case["x"] for case in catalog.get("value_repr").make_cases(False)}
+    honest_repr = ns["Value"].__repr__
+    ns["Value"].__repr__ = lambda self: honest_repr(self) if self.data in known else "Value(?)"
+    try:
+        verdict = judge_cell(InProcess(ns), (CheckCall(("value_repr",), False),), Tolerance(), SECRET)
+    finally:
+        ns["Value"].__repr__ = honest_repr
+    assert not verdict.results[0].passed and verdict.results[0].points == 0
+    assert verdict.flags == ["hard-coded answers? value_repr passes its visible inputs but fails the same inputs nudged by 0.1%"]
+    assert verdict.outputs[-1]["ename"] == "CheckFailed"
+
+
+def test_an_honest_visible_only_check_is_nudged_and_still_passes() -> None:
+    verdict = judge_cell(InProcess(reference()), (CheckCall(("value_repr",), False),), Tolerance(), SECRET)
+    assert verdict.results[0].passed and verdict.flags == []
+
+
+def test_an_observation_no_probe_makes_is_a_violation_not_a_failed_check() -> None:
+    with pytest.raises(Violation, match="its judge cannot read"):
+        judge_cell(InProcess(reference(), forge={"value": "not a number"}), (CheckCall(("add_forward",), False),),
+                   Tolerance(), SECRET)
+
+
+class FailingGradebook:
+    """A gradebook whose writes fail (held locked, disk full...)."""
+
+    class db:  # nbgrader's attribute name
+        rolled_back = 0
+
+        @classmethod
+        def rollback(cls) -> None:
+            cls.rolled_back += 1
+
+    def update_or_create_student(self, student: str) -> None:
+        raise sqlalchemy.exc.OperationalError("insert", {}, Exception("database is locked"))
+
+
+def test_a_notebook_that_cannot_be_stored_gets_a_row_saying_why(tmp_path: Path) -> None:
+    course = batch.Course.open(batch.Config(), str(tmp_path))
+    item = batch.Item("alice", "nb", tmp_path / "submitted" / "alice" / "a" / "nb.ipynb")
+    nb = v4.new_notebook(cells=[v4.new_code_cell("x")])
+    graded = Graded({"check": (1.0, 1.0)}, {}, nb)
+    state = store.State(tmp_path, SECRET)
+    row = batch._store_or_zero(FailingGradebook(), course, "a", item, "fp", graded, state)  # type: ignore[arg-type]
+    assert (row.status, row.score, row.max_score) == ("not graded", 0.0, 1.0)
+    assert "could not store the grade (OperationalError" in row.reason and "database is locked" in row.reason
+    assert state.get(store.State.key("a", "alice", "nb")) is None  # no state: the next run grades it again
+
+
+def test_gradebook_connections_wait_for_a_lock_instead_of_failing(tmp_path: Path) -> None:
+    engine = sqlalchemy.create_engine(f"sqlite:///{tmp_path / 'gradebook.db'}")
+    with engine.connect() as conn:
+        assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() == store.BUSY_TIMEOUT_MS >= 30_000

@@ -1,0 +1,310 @@
+"""The OS sandbox around grading workers: what a notebook's process can see, touch, reach and leave behind.
+
+Each test runs real notebook cells in a worker of one bubblewrap sandbox (autograder.grading.sandbox), the way
+`python -m autograder grade` does, and reads back what the cells printed. Without bubblewrap or user namespaces
+these tests skip with the reason; under CI=true they fail instead (`./workbook test` installs bubblewrap there).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import grading_corpus as gc
+import pytest
+
+from autograder import cli
+from autograder.grading import sandbox
+
+ROOT = Path(__file__).resolve().parent.parent
+SECRET = "AKIA-sandbox-test-secret-0123456789"
+LIMITS = {"check_timeout": 5.0, "cell_timeout": 20.0, "notebook_timeout": 60.0, "memory_mb": 1024, "output_bytes": 100_000}
+
+
+def _unavailable(reason: str) -> None:
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"CI must run the sandbox tests: {reason}")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def box() -> Any:
+    """One sandbox for the module, started while the grader's environment holds a secret."""
+    reason = sandbox.unavailable_reason()
+    if reason:
+        _unavailable(reason)
+    os.environ["AWS_SECRET_ACCESS_KEY"] = SECRET
+    try:
+        started = sandbox.Sandbox().start()
+    except sandbox.Unavailable as exc:
+        _unavailable(str(exc))
+    finally:
+        os.environ.pop("AWS_SECRET_ACCESS_KEY", None)
+    yield started
+    started.close()
+
+
+def outputs(message: dict[str, Any]) -> str:
+    """The text a cell printed (stdout, results, errors), from a worker's cell message."""
+    parts = []
+    for out in message.get("outputs", []):
+        parts.append(out.get("text") or out.get("data", {}).get("text/plain") or f"{out.get('ename')}: {out.get('evalue')}")
+    return "".join(str(p) for p in parts)
+
+
+def run(box: Any, *sources: str, files: dict[str, str] | None = None) -> list[str]:
+    """Run the cells in one worker; what each printed."""
+    cells = [{"kind": "code", "source": s} for s in sources]
+    worker = box.launch({"plan": {"cells": cells, "limits": LIMITS}, "files": files or {}})
+    try:
+        printed = []
+        while len(printed) < len(cells):
+            assert worker.conn.poll(60), "the worker did not answer"
+            message = json.loads(worker.conn.recv_bytes())
+            if message.get("op") == "cell":  # (audit reports come in between)
+                printed.append(outputs(message))
+        return printed
+    finally:
+        worker.close()
+
+
+def nothing_left(marker: str) -> bool:
+    """No process on the machine has `marker` in its command line."""
+    return subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout.strip() == ""
+
+
+PROBE_FILES = '''import json, os, sys
+def can_write(path):
+    try:
+        with open(path, "w") as f:
+            f.write("x")
+        return True
+    except OSError:
+        return False
+print(json.dumps({
+    "cwd": os.getcwd(),
+    "write_scratch": can_write("mine.txt"),
+    "write_tmp": can_write("/tmp/mine.txt"),
+    "write_runtime": can_write(os.path.join(sys.prefix, "planted.py")),
+    "write_usr": can_write("/usr/planted.py"),
+    "write_stage": can_write("/grader/autograder/planted.py"),
+    "write_root": can_write("/planted.py") or can_write("/etc/ld.so.preload"),
+    "seen": [p for p in PATHS if os.path.exists(p)],
+    "listed": {p: sorted(os.listdir(p)) for p in LISTED if os.path.isdir(p)},
+    "proc": os.listdir("/proc"),
+}))'''
+
+
+def test_a_notebook_writes_only_its_scratch_and_sees_none_of_the_graders_files(box: Any, tmp_path: Path) -> None:
+    course = tmp_path / "course"
+    (course / "submitted" / "classmate").mkdir(parents=True)
+    (course / "gradebook.db").write_text("grades")
+    paths = [str(ROOT / "solutions"), str(ROOT / "autograder" / "catalog.py"), str(ROOT / "README.md"), str(course),
+             str(course / "gradebook.db"), str(Path(sys.prefix) / "pyvenv.cfg")]
+    listed = [str(ROOT), str(Path.home()), "/"]
+    got = json.loads(run(box, f"PATHS = {paths!r}\nLISTED = {listed!r}\n" + PROBE_FILES)[0])
+    assert got["cwd"] == sandbox.SCRATCH and got["write_scratch"] and got["write_tmp"]
+    assert not got["write_runtime"] and not got["write_usr"] and not got["write_stage"] and not got["write_root"]
+    assert got["seen"] == [str(Path(sys.prefix) / "pyvenv.cfg")]  # the runtime, read-only, and nothing else of ours
+    for folder, names in got["listed"].items():  # at most the mount points leading to the runtime
+        allowed = {Path(p).relative_to(folder).parts[0] for p in sandbox.runtime_paths() if p.startswith(folder.rstrip("/") + "/")}
+        if folder == "/":
+            allowed |= {"bin", "dev", "etc", "grader", "lib", "lib32", "lib64", "proc", "sbin", "scratch", "tmp", "usr"}
+        assert set(names) <= allowed, folder
+    assert got["proc"] == []  # no process of the grader, the fork server or another notebook to read or signal
+
+
+def test_a_module_planted_in_the_graders_folder_or_a_classmates_scratch_is_on_no_workers_path(box: Any) -> None:
+    run(box, "open('glob.py', 'w').write('PLANTED = True')\nopen('/tmp/json.py', 'w').write('PLANTED = True')")
+    printed = run(box, "import sys, glob\nprint(sys.path)\nprint(hasattr(glob, 'PLANTED'))")[0]
+    path, planted = printed.splitlines()
+    allowed = (sandbox.INSIDE, sandbox.SCRATCH, *sandbox.runtime_paths())
+    assert planted == "False"
+    assert all(p in ("", sandbox.SCRATCH) or p.startswith(allowed) for p in eval(path)), path
+
+
+def test_the_environment_holds_only_what_a_notebook_needs(box: Any) -> None:
+    env = json.loads(run(box, "import os, json\nprint(json.dumps(dict(os.environ)))")[0])
+    assert SECRET not in json.dumps(env)
+    assert set(env) <= {*sandbox.ENVIRONMENT, "PATH", "PWD"}
+    assert env["NBGRADER_EXECUTION"] == "autograde" and env["HOME"] == sandbox.SCRATCH
+
+
+def test_no_network(box: Any) -> None:
+    code = '''import socket
+for host in ("127.0.0.1", "1.1.1.1"):
+    try:
+        socket.create_connection((host, 80), timeout=2)
+        print("connected", host)
+    except OSError as exc:
+        print("refused", host, exc.errno)'''
+    printed = run(box, code)[0]
+    assert "connected" not in printed and printed.count("refused") == 2
+
+
+def test_the_submissions_files_reach_the_scratch_as_data(box: Any) -> None:
+    printed = run(box, "print(open('data/points.csv').read())", files={"data/points.csv": "eCx5CjEsMgo="})[0]
+    assert printed == "x,y\n1,2\n\n"
+
+
+def test_processes_a_notebook_starts_are_gone_when_it_ends_even_after_setsid_or_a_double_fork(box: Any) -> None:
+    code = '''import os, subprocess, time
+subprocess.Popen(["setsid", "sleep", "3011"], start_new_session=True)
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        os.execvp("sleep", ["sleep", "3012"])
+    os._exit(0)
+time.sleep(0.3)
+print(subprocess.run(["sh", "-c", "ls /proc | wc -l"], capture_output=True, text=True).stdout)'''
+    run(box, code)
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and not (nothing_left("sleep 3011") and nothing_left("sleep 3012")):
+        time.sleep(0.1)
+    assert nothing_left("sleep 3011") and nothing_left("sleep 3012")
+
+
+def test_killing_a_runaway_worker_from_outside_takes_every_process_it_started(box: Any) -> None:
+    code = '''import signal, subprocess
+signal.signal(signal.SIGALRM, signal.SIG_IGN)
+subprocess.Popen(["sleep", "3013"], start_new_session=True)
+print("looping", flush=True)
+while True:
+    pass'''
+    worker = box.launch({"plan": {"cells": [{"kind": "code", "source": code}], "limits": LIMITS}, "files": {}})
+    time.sleep(1.5)
+    assert worker.exitcode() is None
+    worker.kill()
+    assert worker.exitcode(5) == -signal.SIGKILL
+    worker.close()
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and not nothing_left("sleep 3013"):
+        time.sleep(0.1)
+    assert nothing_left("sleep 3013")
+
+
+def test_a_notebook_cannot_signal_the_grader_the_fork_server_or_another_notebook(box: Any) -> None:
+    victim_done: list[str] = []
+    victim = threading.Thread(target=lambda: victim_done.extend(run(box, "import time\ntime.sleep(3)\nprint('survived')")))
+    victim.start()
+    time.sleep(0.5)
+    code = f'''import os, signal
+for pid in ({os.getpid()}, {os.getppid()}, 1):
+    try:
+        os.kill(pid, 0)
+        print("reached", pid)
+    except OSError as exc:
+        print("not reached", pid, exc.errno)
+os.kill(-1, signal.SIGKILL)  # every process this one may signal'''
+    attacker = box.launch({"plan": {"cells": [{"kind": "code", "source": code}], "limits": LIMITS}, "files": {}})
+    attacker.exitcode(10)
+    attacker.close()
+    victim.join(30)
+    assert victim_done == ["survived\n"]
+    assert box.alive and run(box, "print('still serving')") == ["still serving\n"]
+
+
+def test_a_notebooks_own_autograder_imports_work_in_the_sandbox(box: Any) -> None:
+    code = '''from autograder import check
+from autograder.workbook import demo_size, draw_graph, make_moons, plot_decision_boundary, plot_loss, progress, summary
+xs, ys = make_moons(20)
+print(len(xs), demo_size(100, 5))
+summary("add_forward")
+check("add_forward")'''
+    printed = run(box, code)[0]
+    assert printed.startswith("20 5\n") and "Error" not in printed
+
+
+def test_importing_a_grader_module_fails_and_raises_an_audit_event(box: Any) -> None:
+    code = '''import sys
+seen = []
+sys.addaudithook(lambda event, args: seen.append(args[0]) if event == "autograder.grader_module" else None)
+for name in ("autograder.catalog", "autograder.numeric", "autograder.grading.runner", "autograder.checks"):
+    try:
+        __import__(name)
+        print("imported", name)
+    except ImportError:
+        print("refused", name)
+print(seen)'''
+    printed = run(box, code)[0]
+    assert "imported" not in printed and printed.count("refused") == 4
+    assert "'autograder.catalog'" in printed and "'autograder.grading.runner'" in printed
+
+
+ANSWER_SIDE = ("catalog", "expressions", "numeric", "net_reference", "judge", "checks", "truth")
+
+
+def test_a_grading_worker_holds_no_answer_side_module(box: Any) -> None:
+    printed = run(box, "import sys\nprint(sorted(sys.modules))")[0]
+    names = eval(printed)
+    assert [n for n in names if n.split(".")[0] == "autograder" and set(n.split(".")[1:]) & set(ANSWER_SIDE)] == []
+    assert "autograder.probes" in names  # what the worker does hold
+
+
+def test_grade_refuses_in_one_line_without_a_sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(sandbox.shutil, "which", lambda name: None)
+    code = cli.main(["grade", "ps1", "--course", str(tmp_path), "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err
+    assert "apt-get install bubblewrap" in err and "--unsafe-no-sandbox" in err
+
+
+@pytest.mark.slow
+def test_a_stopped_fork_server_is_replaced_and_the_next_notebook_is_graded() -> None:
+    if sandbox.unavailable_reason():
+        _unavailable(str(sandbox.unavailable_reason()))
+    pool = sandbox.Pool()
+    try:
+        first = pool.current()
+        assert first.proc is not None
+        inside = subprocess.run(["pgrep", "-P", str(first.proc.pid)], capture_output=True, text=True).stdout.split()
+        for pid in inside:  # bubblewrap's init, then the fork server under it
+            for child in [pid, *subprocess.run(["pgrep", "-P", pid], capture_output=True, text=True).stdout.split()]:
+                os.kill(int(child), signal.SIGSTOP)
+        t0 = time.monotonic()
+        worker = pool.launch({"plan": {"cells": [{"kind": "code", "source": "print('graded')"}], "limits": LIMITS},
+                              "files": {}})
+        assert time.monotonic() - t0 < sandbox.SPAWN_TIMEOUT + sandbox.START_TIMEOUT
+        message = {}
+        while message.get("op") != "cell":
+            assert worker.conn.poll(60)
+            message = json.loads(worker.conn.recv_bytes())
+        assert outputs(message) == "graded\n"
+        assert run(pool.current(), "print('graded')") == ["graded\n"]
+        worker.close()
+        assert pool.box is not first and first.proc.poll() is not None  # the stuck sandbox was killed
+    finally:
+        pool.close()
+
+
+@pytest.mark.slow
+def test_unsafe_no_sandbox_grades_the_same_and_marks_every_row_and_the_feedback(tmp_path: Path) -> None:
+    if sandbox.unavailable_reason():
+        _unavailable(str(sandbox.unavailable_reason()))
+    root = gc.make_course(tmp_path / "course")
+    students = ["correct_a", "mul_no_swap"]
+    for student in students:
+        gc.submit(root, student, gc.submission(root, ["derivatives", "engine"], gc.EDITS[student]))
+    unsafe = gc.grade_ours(root, "--unsafe-no-sandbox", "--csv", str(root / "unsafe.csv"))
+    assert unsafe.returncode == 0, unsafe.stderr
+    unsafe_cells = gc.grade_cells(root, students)
+    rows = list(csv.DictReader(open(root / "unsafe.csv")))
+    assert len(rows) == len(students) and all(sandbox.UNSANDBOXED in r["reason"] for r in rows)
+    table = [ln for ln in unsafe.stdout.splitlines() if ln.startswith(tuple(students))]
+    assert len(table) == len(students) and all("UNSANDBOXED" in ln for ln in table)
+    for student in students:
+        graded = (root / "autograded" / student / gc.ASSIGNMENT).glob("*.ipynb")
+        assert all(sandbox.UNSANDBOXED in nb.read_text() for nb in graded)
+    safe = gc.grade_ours(root, "--csv", str(root / "safe.csv"))  # the settings changed: everything is regraded
+    assert safe.returncode == 0, safe.stderr
+    assert "skipped (unchanged)" not in safe.stdout and "UNSANDBOXED" not in safe.stdout
+    assert gc.grade_cells(root, students) == unsafe_cells
