@@ -1,6 +1,7 @@
 """nbgrader course configuration, and the autograder's own settings (both traitlets).
 
-Use it with every nbgrader command: `nbgrader <command> --config grading_config.py`.
+Use it with every nbgrader command: `nbgrader <command> --NbGrader.config_file=grading_config.py`
+(nbgrader 0.9.6 ignores `--config FILE`), and with `python -m autograder grade ... --config grading_config.py`.
 The course directory (submissions, autograded copies, feedback, gradebook.db) is
 $AUTOGRADER_COURSE_DIR, or ./course beside this file; it is never committed.
 """

@@ -7,7 +7,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from . import checks, probes, report
+from . import __version__, checks, probes, report
 from .checks import NOT_IMPLEMENTED, Check, CheckResult, run_checks
 from .loader import UnreadableFile, load
 from .settings import Limits, Tolerance, load_config
@@ -25,6 +25,7 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     """The command line: `check PATH [--json]` and `grade ...`."""
     parser = _Parser(prog="python -m autograder", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"autograd-workbook {__version__}")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
     p = sub.add_parser("check", help="run the check catalog on a .py file or a notebook")
     p.add_argument("path", help="a .py file or an .ipynb notebook")
