@@ -58,6 +58,7 @@ def test_page_is_self_contained_and_escapes_student_names():
 
 
 @pytest.mark.browser
+@pytest.mark.slow
 def test_report_opens_in_chromium_with_its_histograms_and_table(tmp_path):
     if not CHROMIUM.exists():
         if os.environ.get("CI") == "true":
