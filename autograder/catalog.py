@@ -87,6 +87,8 @@ EXPRESSIONS: dict[str, Expr] = {
     "rsub_mul": Expr(("a", "b"), "2.5 - a * b", exact=lambda a, b: (-b, -a)),
     "sub_number": Expr(("a",), "a - 1.5", exact=lambda a: (1.0,)),
     "rdiv": Expr(("a", "b"), "(a * b) / 2.0", exact=lambda a, b: (b / 2, a / 2)),
+    "rtruediv": Expr(("a",), "2 / a", upstream=3.0, exact=lambda a: (-6 / (a * a),)),
+    "rtruediv_tanh": Expr(("x",), "1 - 2 / ((2 * x).exp() + 1)", exact=lambda x: (1 - math.tanh(x) ** 2,)),
     # a neuron-sized graph with every brick
     "bricks": Expr(("a", "b", "c"), "n = a * b + c\nout = (2 * n).exp() / ((2 * n).exp() + 1) - 0.5 * n ** 2", high=1.2),
 }
@@ -253,6 +255,7 @@ def expression_check(
     repeats: int = 2,
     points: float = 1.0,
     required: tuple[str, ...] | None = None,
+    group: str = "engine",
 ) -> Check:
     """A check over catalog expressions, each rebuilt `repeats` times (more when hidden)."""
     for k in keys:
@@ -262,7 +265,7 @@ def expression_check(
         n = repeats * 2 if hidden else repeats
         return [expression_case(k, rng, backward) for k in keys for _ in range(n)]
 
-    return Check(name, targets, description, cases, probe_expression, judge_expression, points, required=required)
+    return Check(name, targets, description, cases, probe_expression, judge_expression, points, group=group, required=required)
 
 
 # ---------------------------------------------------------------- special engine checks
@@ -989,6 +992,9 @@ CHECKS: list[Check] = [
           tanh_bricks_cases, probe_tanh_bricks, judge_tanh_bricks, group="exercise"),
     Check("grads_of", ("grads_of",), "grads_of(f, inputs) returns df/dinput for each input, fresh every call",
           grads_of_cases, probe_grads_of, judge_grads_of, group="exercise"),
+    # notebook 4's number / Value; an exercise check so that engines written to the spec need not define it
+    expression_check("rtruediv_backward", (f"{V}.__rtruediv__", BWD), "a number divided by a Value",
+                     ["rtruediv", "rtruediv_tanh"], group="exercise"),
 ]
 
 BY_NAME: dict[str, Check] = {c.name: c for c in CHECKS}
