@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import itertools
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -114,6 +115,17 @@ def errors(cell: nbformat.NotebookNode) -> list[str]:
     return [o["ename"] for o in cell.get("outputs", []) if o["output_type"] == "error"]
 
 
+def text(cell: nbformat.NotebookNode) -> str:
+    """What a cell shows as text: printed lines and the plain-text form of displayed results (check verdicts)."""
+    parts = []
+    for o in cell.get("outputs", []):
+        if o["output_type"] == "stream":
+            parts.append(o["text"])
+        elif o["output_type"] in ("display_data", "execute_result"):
+            parts.append(o["data"].get("text/plain", ""))
+    return "".join(parts)
+
+
 def stderr(cell: nbformat.NotebookNode) -> str:
     return "".join(o["text"] for o in cell.get("outputs", []) if o["output_type"] == "stream" and o["name"] == "stderr")
 
@@ -123,6 +135,7 @@ def test_there_are_six_notebooks_in_order():
     assert sorted(p.stem for p in RELEASE.glob("*.ipynb")) == NAMES
 
 
+@pytest.mark.slow
 def test_committed_learner_notebooks_equal_what_generate_assignment_produces(graded):
     for name in NAMES:
         fresh = (graded.release / f"{name}.ipynb").read_text(encoding="utf-8")
@@ -130,18 +143,21 @@ def test_committed_learner_notebooks_equal_what_generate_assignment_produces(gra
         assert fresh == committed, f"notebooks/workbook/{name}.ipynb is stale: run nbgrader generate_assignment (see README)"
 
 
+@pytest.mark.slow
 def test_solution_notebooks_earn_full_marks(graded):
     for name, grades in scores(graded, "solution").items():
         assert grades, f"{name} has no grade cells"
         assert {g: s for g, (s, m) in grades.items() if s != m} == {}, name
 
 
+@pytest.mark.slow
 def test_untouched_learner_notebooks_earn_zero_in_every_grade_cell(graded):
     for name, grades in scores(graded, "blank").items():
         assert {g: s for g, (s, m) in grades.items() if s != 0} == {}, name
         assert all(m > 0 for _, m in grades.values()), name
 
 
+@pytest.mark.slow
 def test_mistaken_notebooks_lose_exactly_the_grade_cells_of_their_mistakes(graded):
     lost = {(name, g) for name, grades in scores(graded, "mistaken").items() for g, (s, m) in grades.items() if s != m}
     assert {name for name, _ in lost} == {name.removesuffix(".ipynb") for name in WORKBOOK_MISTAKES}
@@ -149,20 +165,23 @@ def test_mistaken_notebooks_lose_exactly_the_grade_cells_of_their_mistakes(grade
     assert kept, "the mistakes should cost some grade cells, not all"
 
 
+@pytest.mark.slow
 def test_batch_grader_gives_every_workbook_grade_cell_the_same_score_as_plain_nbgrader(graded):
     for student in ("solution", "blank", "mistaken"):
         assert scores(graded, student, graded.ours) == scores(graded, student), student
 
 
+@pytest.mark.slow
 def test_solution_notebooks_run_top_to_bottom_without_error_or_grade_cell_stderr(graded):
     for name in NAMES:
         for i, cell in enumerate(autograded(graded, "solution", name).cells):
             assert errors(cell) == [], f"{name} cell {i}: {cell.source[:80]!r}"
             if is_grade_cell(cell):
                 assert stderr(cell) == "", f"{name} cell {i}"
-                assert "✓" in "".join(o.get("text", "") for o in cell.outputs), f"{name} cell {i} printed no ✓"
+                assert "✓" in text(cell), f"{name} cell {i} printed no ✓"
 
 
+@pytest.mark.slow
 def test_learner_notebooks_fail_only_with_not_implemented_and_every_check_fails(graded):
     for name in NAMES:
         nb = autograded(graded, "blank", name)
@@ -171,7 +190,9 @@ def test_learner_notebooks_fail_only_with_not_implemented_and_every_check_fails(
                 continue
             if is_grade_cell(cell):
                 assert errors(cell) == ["CheckFailed"], f"{name} cell {i} passed on the untouched stub"
-                assert "✗" in "".join(o.get("text", "") for o in cell.outputs if o["output_type"] == "stream")
+                assert "✗" in text(cell)
+                failed = next(o for o in cell.outputs if o["output_type"] == "error")
+                assert "not implemented yet" in failed["evalue"] and "\n" not in failed["evalue"]  # Validate's one line
             else:
                 assert set(errors(cell)) <= {"NotImplementedError"}, f"{name} cell {i}: {errors(cell)}"
 
@@ -214,6 +235,7 @@ def test_grade_cells_hold_only_check_calls_with_catalog_names():
                 assert all(k.arg == "hidden" and k.value.value is True for k in call.keywords), ast.unparse(call)
 
 
+@pytest.mark.slow
 def test_solution_notebooks_under_autograde_timing_is_reported(graded, record_property):
     # Measured, never asserted (the issue's budget is 30 s per notebook on 2 cores).
     assert set(graded.seconds) == set(NAMES)
@@ -222,16 +244,104 @@ def test_solution_notebooks_under_autograde_timing_is_reported(graded, record_pr
     print("autograde seconds per solution notebook:", {k: round(v, 1) for k, v in graded.seconds.items()})
 
 
-def test_solution_notebooks_run_interactively_without_error():
-    # As a learner runs them: NBGRADER_EXECUTION unset, so demos train for real (progress bar, plots).
+def test_every_stub_says_to_replace_its_raise_line():
+    for name in NAMES:
+        for cell in nbformat.read(RELEASE / f"{name}.ipynb", as_version=4).cells:
+            if cell.metadata.get("nbgrader", {}).get("solution"):
+                said = re.findall(r"# YOUR CODE HERE: replace the next line with your code\n\s*raise NotImplementedError\(\)", cell.source)
+                assert len(said) == cell.source.count("raise NotImplementedError()") > 0, name
+
+
+def summary_cells(nb: nbformat.NotebookNode) -> list[tuple[float, list[str]]]:
+    """The (points, check names) of each grade cell, as the notebook's summary(...) call lists them."""
+    calls = [c for c in nb.cells if c.cell_type == "code" and c.source.startswith("summary(")]
+    assert len(calls) == 1 and nb.cells[-1] is calls[0], "the last cell is the one summary(...) call"
+    call = ast.parse(calls[0].source).body[0].value
+    return [(t.elts[0].value, [e.value for e in t.elts[1:]]) for t in call.args]
+
+
+def test_each_summary_lists_every_grade_cell_with_its_points_and_visible_checks():
+    for name in NAMES:
+        nb = nbformat.read(SOURCE / f"{name}.ipynb", as_version=4)
+        cells = []
+        for cell in (c for c in nb.cells if is_grade_cell(c)):
+            visible = [c for c in check_calls(cell.source.split("### BEGIN HIDDEN TESTS")[0])]
+            cells.append((cell.metadata["nbgrader"]["points"], [a.value for call in visible for a in call.args]))
+        assert summary_cells(nb) == cells, name
+
+
+@pytest.fixture(scope="module")
+def interactive() -> dict[str, nbformat.NotebookNode]:
+    """The solution notebooks as a learner runs them: NBGRADER_EXECUTION unset, demos train for real."""
     env_before = os.environ.pop("NBGRADER_EXECUTION", None)
+    done = {}
     try:
         for name in NAMES:
             nb = nbformat.read(SOURCE / f"{name}.ipynb", as_version=4)
             NotebookClient(nb, kernel_name="python3", timeout=120, allow_errors=True,
                            resources={"metadata": {"path": str(SOURCE)}}).execute()
-            for i, cell in enumerate(nb.cells):
-                assert errors(cell) == [], f"{name} cell {i}: {cell.source[:80]!r}"
+            done[name] = nb
     finally:
         if env_before is not None:
             os.environ["NBGRADER_EXECUTION"] = env_before
+    return done
+
+
+def cell_by_id(nb: nbformat.NotebookNode, cell_id: str) -> nbformat.NotebookNode:
+    return next(c for c in nb.cells if c.get("id") == cell_id)
+
+
+@pytest.mark.slow
+def test_solution_notebooks_run_interactively_without_error_to_a_full_summary(interactive):
+    for name, nb in interactive.items():
+        for i, cell in enumerate(nb.cells):
+            assert errors(cell) == [], f"{name} cell {i}: {cell.source[:80]!r}"
+        points = sum(p for p, _ in summary_cells(nb))
+        assert f"{points:g} of {points:g} points" in text(nb.cells[-1]), name
+
+
+@pytest.mark.slow
+def test_backward_twice_piles_up_intermediate_grads_as_03_says(interactive):
+    nb = interactive["03_backward"]
+    out = text(cell_by_id(nb, "c03-22b"))
+    assert re.findall(r"a\.grad = (\S+)", out) == ["6.0", "24.0"]
+    assert "a.grad went from 6 to 24, not 12" in cell_by_id(nb, "c03-22c").source
+
+
+@pytest.mark.slow
+def test_learning_rate_text_matches_what_the_cell_prints(interactive):
+    nb = interactive["06_neural_net"]
+    found = re.findall(r"lr (\S+)\s+loss (\S+) -> (\S+)", text(cell_by_id(nb, "c06-21b")))
+    end = {float(lr): float(last) for lr, _, last in found}
+    start = {float(first) for _, first, _ in found}
+    assert sorted(end) == [0.005, 0.05, 0.5, 5.0] and len(start) == 1, "the same net and start for each rate"
+    (start,) = start
+    prose = cell_by_id(nb, "c06-21c").source
+    assert "after 60 steps it is still above 1" in prose and end[0.005] > 1
+    assert "0.05 it falls faster but has not arrived" in prose and end[0.005] > end[0.05] > 0.1
+    assert "0.5 gets close to 0" in prose and end[0.5] < 0.01
+    assert "stuck, higher than where it started" in prose and end[5.0] > start
+    assert "ends up on one of its flat ends" in prose and end[5.0] > 1.5  # every output saturated, wrong half
+
+
+@pytest.mark.slow
+def test_forgotten_reset_text_matches_what_the_cells_print(interactive):
+    nb = interactive["06_neural_net"]
+    rows = [[float(x) for x in line.split()] for line in text(cell_by_id(nb, "c06-21g")).splitlines()[1:] if line.strip()]
+    steps = [int(r[0]) for r in rows]
+    loss_reset, size_reset, loss_forgot, size_forgot = ([r[k] for r in rows] for k in (1, 2, 3, 4))
+    assert steps[-1] == 99
+    prose = cell_by_id(nb, "c06-21h").source
+    # "the grad size grows over the first steps and then stays large, where with the reset it shrinks toward 0"
+    first = steps.index(5)
+    assert all(a < b for a, b in itertools.pairwise(size_forgot[: first + 1])) and "grows over the first steps" in prose
+    assert min(size_forgot[first:]) > size_forgot[1] and size_reset[-1] < 0.05 and size_forgot[-1] > 50 * size_reset[-1]
+    # "With the reset, the loss settles close to 0. Without it, ... the loss stops improving and bounces around."
+    assert "the loss settles close to 0" in prose and loss_reset[-1] < 0.001
+    later = loss_forgot[steps.index(20):]
+    assert "bounces around" in prose and any(b > a for a, b in itertools.pairwise(later)) and min(later) > 10 * loss_reset[-1]
+    # With targets ±1, "the loss ends lower without the reset", and the grad size stays large.
+    plus_minus_one = re.findall(r"loss after 100 steps (\S+), grad size (\S+)", text(cell_by_id(nb, "c06-21i")))
+    (reset_loss, reset_size), (forgot_loss, forgot_size) = [(float(a), float(b)) for a, b in plus_minus_one]
+    assert "The loss ends lower without the reset" in cell_by_id(nb, "c06-21j").source
+    assert forgot_loss < reset_loss and forgot_size > 10 * reset_size
