@@ -96,14 +96,19 @@ GREEN, RED = "#1a7f37", "#cf222e"
 BLOCK = "font-family:var(--jp-code-font-family,monospace);font-size:var(--jp-code-font-size,13px);white-space:pre-wrap;"
 
 
-def result_html(result: CheckResult, hidden: bool = False) -> str:
-    """One check as HTML: a green ✓ line, or a red ✗ line, the hint emphasised and the reproduce block collapsed."""
+def result_html(result: CheckResult, hidden: bool = False, brief: bool = False) -> str:
+    """One check as HTML: a green ✓ line, or a red ✗ line, the hint emphasised and the reproduce block collapsed.
+
+    `brief` keeps only the first line (the summary's form).
+    """
     if result.passed:
         what = "hidden inputs" if hidden else escape(result.message)
         return f'<div style="{BLOCK}"><span style="color:{GREEN}">{PASS}</span> <b>{escape(result.name)}</b>: {what}</div>'
     first, *rest = result.message.splitlines() or [""]
     parts = [f'<div style="{BLOCK}"><span style="color:{RED}">{FAIL}</span> <b>{escape(result.name)}</b>: '
              f'<span style="color:{RED}">{escape(first)}</span></div>']
+    if brief:
+        return parts[0]
     details: list[str] = []
     in_repro = False
     for line in rest:

@@ -91,7 +91,7 @@ def summary_html(scored: list[tuple[float, list[CheckResult]]]) -> str:
         cell = (f'<td rowspan="{len(results)}" style="vertical-align:top;color:{colour};white-space:nowrap">'
                 f"{(points if ok else 0):g} of {_pts(points)}</td>")
         for i, r in enumerate(results):
-            rows.append(f"<tr>{cell if i == 0 else ''}<td style=\"text-align:left\">{result_html(r)}</td></tr>")
+            rows.append(f"<tr>{cell if i == 0 else ''}<td style=\"text-align:left\">{result_html(r, brief=True)}</td></tr>")
     earned, total, results = _totals(scored)
     passed = sum(r.passed for r in results)
     head = ("<p><b>Points as nbgrader will score them</b> (a grade cell earns its points only when every check "
