@@ -133,6 +133,10 @@ def lab(chromium: Path, exercise: Exercise, tmp_path_factory: pytest.TempPathFac
     settings.mkdir(parents=True)
     # No news pop-up over the screenshots, and no request to the internet.
     (settings / "notification.jupyterlab-settings").write_text('{"fetchNews": "false", "checkForUpdates": false}')
+    # Every cell in the page (no windowing), so that the test can reach any cell by its index.
+    tracker = home / "lab-settings" / "@jupyterlab" / "notebook-extension"
+    tracker.mkdir(parents=True)
+    (tracker / "tracker.jupyterlab-settings").write_text('{"windowingMode": "none"}')
     env = {
         **os.environ,
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
@@ -208,12 +212,6 @@ class Notebook:
         """Run one cell in place (Ctrl+Enter), as a learner does."""
         self.cells.nth(index).locator(".cm-content").click()
         self.page.keyboard.press("Control+Enter")
-
-    def run_all(self) -> None:
-        """Run every code cell from the top, one Ctrl+Enter after another (the kernel queues them)."""
-        for i in range(self.cells.count()):
-            if "jp-CodeCell" in (self.cells.nth(i).get_attribute("class") or ""):
-                self.run(i)
 
     def run_all_from_menu(self) -> None:
         """JupyterLab's own Run > Run All Cells, which stops at the first cell that ends in an error."""
@@ -295,7 +293,7 @@ def test_learner_fills_stub_sees_check_and_mistake_then_validates(lab: Lab, exer
     out = notebook.output(exercise.check)
     for index, solution in exercise.solutions.items():
         notebook.type_into(index, solution)
-    notebook.run_all()
+    notebook.run_all_from_menu()
     expect(out).to_contain_text(f"✓ {TARGET_CHECK}", timeout=120_000)
     for i in exercise.checks:  # every check cell of the solved notebook answers ✓, none ✗
         expect(notebook.output(i)).to_contain_text("✓")
