@@ -19,9 +19,8 @@ import nbformat
 from nbformat import NotebookNode, from_dict
 from nbgrader import utils as nbutils
 
-from .. import catalog
+from .. import catalog, notebook
 from ..check import CheckResult, judge_check
-from ..notebook import CheckFailed, verdict_text
 from ..settings import Limits, Tolerance
 from .sanitize import Sanitized, redact_hidden_tests
 from .source import NotebookSpec, SourceCell
@@ -245,12 +244,8 @@ def _strings(value: Any) -> list[str]:
 
 
 def check_outputs(results: list[CheckResult], hidden: bool) -> list[dict[str, Any]]:
-    """The outputs `check(...)` leaves in a kernel: the verdict lines, then CheckFailed if any check failed."""
-    outs: list[dict[str, Any]] = [{"output_type": "stream", "name": "stdout", "text": verdict_text(results, hidden) + "\n"}]
-    if not all(r.passed for r in results):
-        exc = CheckFailed(results)
-        outs.append({"output_type": "error", "ename": "CheckFailed", "evalue": str(exc), "traceback": exc._render_traceback_()})
-    return outs
+    """The outputs `check(...)` leaves under nbgrader: the verdict (HTML, text fallback), then CheckFailed if any failed."""
+    return notebook.check_outputs(results, hidden)
 
 
 def _stopped_output(reason: str) -> dict[str, Any]:
