@@ -11,13 +11,14 @@ from __future__ import annotations
 import ast
 import os
 import sys
+import textwrap
 import traceback
 from collections.abc import Mapping
 from html import escape
 from typing import Any
 
-from . import catalog
-from .check import CheckResult, run_checks
+from . import checks
+from .checks import CheckResult, run_checks
 from .report import FAIL, PASS, result_lines
 
 
@@ -58,7 +59,7 @@ def check(*names: str, hidden: bool = False, ns: Mapping[str, Any] | None = None
     """
     if ns is None:
         ns = sys._getframe(1).f_globals
-    results = run_checks([catalog.get(n) for n in names], ns, hidden=hidden)
+    results = run_checks([checks.get(n) for n in names], ns, hidden=hidden)
     show(verdict_text(results, hidden), verdict_html(results, hidden))
     if not all(r.passed for r in results) and not learners_kernel():
         raise CheckFailed(results)
@@ -116,14 +117,14 @@ def result_html(result: CheckResult, hidden: bool = False, brief: bool = False) 
         if text == "reproduce:":
             in_repro = True
         elif in_repro:
-            details.append(line.removeprefix("    "))
+            details.append(line)
         elif text.startswith("hint:"):
             parts.append(f'<div style="{BLOCK}margin-left:2em"><em><b>hint:</b>{escape(text[5:])}</em></div>')
         else:
             parts.append(f'<div style="{BLOCK}margin-left:2em">{escape(text)}</div>')
     if details:
         parts.append(f'<details style="margin-left:2em"><summary>reproduce</summary>'
-                     f'<pre style="{BLOCK}">{escape(chr(10).join(details))}</pre></details>')
+                     f'<pre style="{BLOCK}">{escape(textwrap.dedent(chr(10).join(details)))}</pre></details>')
     return "".join(parts)
 
 

@@ -16,12 +16,12 @@ from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import escape
 
-from . import catalog
-from .check import CheckResult, run_checks
+from .checks import NOT_IMPLEMENTED, CheckResult, get, run_checks
 from .notebook import GREEN, RED, grading, result_html, show
 from .notebook import in_kernel as _in_kernel
+from .probes.graphs import walk_graph
+from .probes.safe import LearnerError, short_repr
 from .report import result_lines
-from .safe import LearnerError, short_repr
 
 # ---------------------------------------------------------------- grading mode
 
@@ -40,15 +40,15 @@ def summary(*cells: tuple[Any, ...], ns: dict[str, Any] | None = None) -> None:
     """
     if ns is None:
         ns = sys._getframe(1).f_globals
-    scored = []
-    for points, *names in cells:
-        results = run_checks([catalog.get(n) for n in names], ns)
-        scored.append((float(points), results))
+    if grading():  # nbgrader scores the grade cells themselves; the summary is for the learner's own kernel
+        print("Summary: skipped while nbgrader runs this notebook (each grade cell above is scored on its own).")
+        return
+    scored = [(float(points), run_checks([get(n) for n in names], ns)) for points, *names in cells]
     show(summary_text(scored), summary_html(scored))
 
 
 def _not_done(r: CheckResult) -> bool:
-    return r.message.startswith("not implemented yet")
+    return r.status == NOT_IMPLEMENTED
 
 
 def _totals(scored: list[tuple[float, list[CheckResult]]]) -> tuple[float, float, list[CheckResult]]:
@@ -214,7 +214,7 @@ class GraphPicture:
 def _layout(root: Any) -> tuple[dict[str, _Box], list[tuple[str, str]]]:
     """Boxes for values and ops, with edges child -> op -> result; found by identity, never by __eq__."""
     try:
-        found, children = catalog.walk_graph(root, MAX_NODES)
+        found, children = walk_graph(root, MAX_NODES)
     except LearnerError as exc:
         raise LearnerError(f"cannot draw this graph (too big to read, or not a graph of Values): {exc}") from None
     nodes = {id(n): n for n in found}

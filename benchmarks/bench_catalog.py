@@ -12,8 +12,8 @@ import sys
 import time
 from pathlib import Path
 
-from autograder import catalog
-from autograder.check import run_checks
+from autograder import checks as catalog
+from autograder.checks import run_checks
 from autograder.loader import load
 
 ROOT = Path(__file__).resolve().parent.parent

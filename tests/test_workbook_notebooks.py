@@ -22,7 +22,7 @@ import pytest
 from grading_corpus import WORKBOOK_MISTAKES, submit_workbook_with_mistakes
 from nbclient import NotebookClient
 
-from autograder import catalog
+from autograder import checks as catalog
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "solutions" / "workbook"
