@@ -103,10 +103,14 @@ def result_html(result: CheckResult, hidden: bool = False, brief: bool = False) 
     `brief` keeps only the first line (the summary's form).
     """
     if result.passed:
-        what = "hidden inputs" if hidden else escape(result.message)
-        return f'<div style="{BLOCK}"><span style="color:{GREEN}">{PASS}</span> <b>{escape(result.name)}</b>: {what}</div>'
+        # "✓ name" stays one run of text, so the HTML holds the same words as the text line
+        if hidden:
+            return (f'<div style="{BLOCK}"><span style="color:{GREEN};font-weight:bold">'
+                    f"{PASS} {escape(result.name)} (hidden inputs)</span></div>")
+        return (f'<div style="{BLOCK}"><span style="color:{GREEN};font-weight:bold">{PASS} {escape(result.name)}</span>: '
+                f"{escape(result.message)}</div>")
     first, *rest = result.message.splitlines() or [""]
-    parts = [f'<div style="{BLOCK}"><span style="color:{RED}">{FAIL}</span> <b>{escape(result.name)}</b>: '
+    parts = [f'<div style="{BLOCK}"><span style="color:{RED};font-weight:bold">{FAIL} {escape(result.name)}</span>: '
              f'<span style="color:{RED}">{escape(first)}</span></div>']
     if brief:
         return parts[0]

@@ -115,8 +115,8 @@ def test_check_html_marks_pass_and_fail_emphasises_the_hint_and_folds_the_reprod
     bad = outcome("backward_accumulates", {"Value": Value})
     good = outcome("mul_forward", {"Value": ref.Value})
     html = notebook.verdict_html([good, bad], hidden=False)
-    assert f'color:{notebook.GREEN}">✓</span> <b>mul_forward</b>' in html
-    assert f'color:{notebook.RED}">✗</span> <b>backward_accumulates</b>' in html
+    assert f'color:{notebook.GREEN};font-weight:bold">✓ mul_forward</span>' in html
+    assert f'color:{notebook.RED};font-weight:bold">✗ backward_accumulates</span>' in html
     assert "<em><b>hint:</b>" in html and "accumulate `grad += ...`" in html
     assert "<details" in html and "<summary>reproduce</summary>" in html and "\nprint(a.grad" in html
     assert "white-space:pre-wrap" in html  # long lines wrap, in JupyterLab and in nbgrader's feedback HTML
