@@ -25,7 +25,7 @@ c.CourseDirectory.db_assignments = [{"name": "workbook"}]
 # ---- nbgrader: execution
 c.Execute.timeout = 30  # seconds per cell
 c.Execute.interrupt_on_timeout = True
-c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
+c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE: replace the next line with your code\nraise NotImplementedError()"}
 
 # ---- the autograder's own settings (autograder.settings)
 c.Tolerance.rtol = 1e-5

@@ -1,42 +1,216 @@
-"""`check(...)`: what a notebook's check cells call, printing ✓ or a diagnosis."""
+"""`check(...)`: what a notebook's check cells call, showing ✓ or a diagnosis.
+
+In a learner's own kernel a failing check shows its diagnosis and returns, so "Run All" goes on to the summary;
+under nbgrader (`NBGRADER_EXECUTION` set: Validate and autograde) and outside Jupyter it raises `CheckFailed`, so
+the grade cell scores 0. Importing this module in a learner's kernel also makes a cell that reaches an unfinished
+exercise (`raise NotImplementedError()`) say so in one line instead of stopping "Run All" with a traceback.
+"""
 
 from __future__ import annotations
 
+import ast
+import os
 import sys
+import textwrap
+import traceback
 from collections.abc import Mapping
+from html import escape
 from typing import Any
 
 from . import checks
 from .checks import CheckResult, run_checks
-from .report import result_lines
+from .report import FAIL, PASS, result_lines
 
 
 class CheckFailed(AssertionError):
-    """Some check failed; shown in Jupyter as the diagnosis alone, without a traceback."""
+    """Some check failed; its message is the one-line diagnosis of each failed check (nbgrader's Validate shows it)."""
 
     def __init__(self, results: list[CheckResult]) -> None:
         self.results = results
-        failed = [r for r in results if not r.passed]
-        super().__init__(f"{len(failed)} of {len(results)} checks failed: {', '.join(r.name for r in failed)}")
+        super().__init__("; ".join(one_line(r) for r in results if not r.passed))
 
     def _render_traceback_(self) -> list[str]:
-        # IPython calls this instead of formatting a traceback.
-        return [f"CheckFailed: {self}", "(the diagnosis is printed above)"]
+        # IPython calls this instead of formatting a traceback; nbgrader's Validate dialog shows these lines.
+        failed = [r for r in self.results if not r.passed]
+        return [f"CheckFailed: {len(failed)} of {len(self.results)} checks failed",
+                *(f"{FAIL} {one_line(r)}" for r in failed)]
+
+
+def grading() -> bool:
+    """True while nbgrader executes the notebook (autograde or validate)."""
+    return bool(os.environ.get("NBGRADER_EXECUTION"))
+
+
+def in_kernel() -> bool:
+    """True inside a running Jupyter kernel, not merely when something imported ipykernel."""
+    app = sys.modules.get("ipykernel.kernelapp")
+    return app is not None and app.IPKernelApp.initialized()
+
+
+def learners_kernel() -> bool:
+    """A learner's own Jupyter kernel: checks inform and never stop "Run All"."""
+    return in_kernel() and not grading()
 
 
 def check(*names: str, hidden: bool = False, ns: Mapping[str, Any] | None = None) -> None:
-    """Run the named catalog checks on the caller's definitions; print ✓ lines, raise CheckFailed on any ✗."""
+    """Run the named catalog checks on the caller's definitions and show ✓ or the diagnosis of each.
+
+    A failure raises CheckFailed, except in a learner's own kernel, where it is shown and Run All goes on.
+    """
     if ns is None:
         ns = sys._getframe(1).f_globals
     results = run_checks([checks.get(n) for n in names], ns, hidden=hidden)
-    print(verdict_text(results, hidden))
-    if not all(r.passed for r in results):
+    show(verdict_text(results, hidden), verdict_html(results, hidden))
+    if not all(r.passed for r in results) and not learners_kernel():
         raise CheckFailed(results)
+
+
+def show(text: str, html: str) -> None:
+    """Display HTML with the text as its plain-text fallback in IPython; print the text anywhere else."""
+    if "IPython" in sys.modules:
+        from IPython import get_ipython
+        from IPython.display import display
+
+        if get_ipython() is not None:
+            display({"text/plain": text, "text/html": html}, raw=True)
+            return
+    print(text)
+
+
+def one_line(result: CheckResult) -> str:
+    """The check's name, the first line of its diagnosis, and its hint if it has one."""
+    first, *rest = result.message.splitlines() or [""]
+    hint = next((ln.strip() for ln in rest if ln.strip().startswith("hint:")), "")
+    return f"{result.name}: {first}" + (f" ({hint})" if hint else "")
 
 
 def verdict_text(results: list[CheckResult], hidden: bool) -> str:
     """What a check cell prints: one ✓ line per passed check, the diagnosis of each failed one."""
     lines: list[str] = []
     for r in results:
-        lines.extend([f"✓ {r.name} (hidden inputs)"] if hidden and r.passed else result_lines(r))
+        lines.extend([f"{PASS} {r.name} (hidden inputs)"] if hidden and r.passed else result_lines(r))
     return "\n".join(lines)
+
+
+GREEN, RED = "#1a7f37", "#cf222e"
+# pre-wrap: a long diagnosis wraps inside the cell (and in nbgrader's feedback HTML) instead of running off the box
+BLOCK = "font-family:var(--jp-code-font-family,monospace);font-size:var(--jp-code-font-size,13px);white-space:pre-wrap;"
+
+
+def result_html(result: CheckResult, hidden: bool = False, brief: bool = False) -> str:
+    """One check as HTML: a green ✓ line, or a red ✗ line, the hint emphasised and the reproduce block collapsed.
+
+    `brief` keeps only the first line (the summary's form).
+    """
+    if result.passed:
+        # "✓ name" stays one run of text, so the HTML holds the same words as the text line
+        if hidden:
+            return (f'<div style="{BLOCK}"><span style="color:{GREEN};font-weight:bold">'
+                    f"{PASS} {escape(result.name)} (hidden inputs)</span></div>")
+        return (f'<div style="{BLOCK}"><span style="color:{GREEN};font-weight:bold">{PASS} {escape(result.name)}</span>: '
+                f"{escape(result.message)}</div>")
+    first, *rest = result.message.splitlines() or [""]
+    parts = [f'<div style="{BLOCK}"><span style="color:{RED};font-weight:bold">{FAIL} {escape(result.name)}</span>: '
+             f'<span style="color:{RED}">{escape(first)}</span></div>']
+    if brief:
+        return parts[0]
+    details: list[str] = []
+    in_repro = False
+    for line in rest:
+        text = line.strip()
+        if text == "reproduce:":
+            in_repro = True
+        elif in_repro:
+            details.append(line)
+        elif text.startswith("hint:"):
+            parts.append(f'<div style="{BLOCK}margin-left:2em"><em><b>hint:</b>{escape(text[5:])}</em></div>')
+        else:
+            parts.append(f'<div style="{BLOCK}margin-left:2em">{escape(text)}</div>')
+    if details:
+        parts.append(f'<details style="margin-left:2em"><summary>reproduce</summary>'
+                     f'<pre style="{BLOCK}">{escape(textwrap.dedent(chr(10).join(details)))}</pre></details>')
+    return "".join(parts)
+
+
+def verdict_html(results: list[CheckResult], hidden: bool) -> str:
+    """What a check cell shows in JupyterLab: every check's HTML in one block."""
+    return '<div class="autograder-check">' + "".join(result_html(r, hidden) for r in results) + "</div>"
+
+
+def check_outputs(results: list[CheckResult], hidden: bool) -> list[dict[str, Any]]:
+    """The outputs `check(...)` leaves in a graded notebook: the verdict (HTML and text), then CheckFailed if any failed."""
+    outs: list[dict[str, Any]] = [{"output_type": "display_data", "metadata": {},
+                                   "data": {"text/plain": verdict_text(results, hidden),
+                                            "text/html": verdict_html(results, hidden)}}]
+    if not all(r.passed for r in results):
+        exc = CheckFailed(results)
+        outs.append({"output_type": "error", "ename": "CheckFailed", "evalue": str(exc), "traceback": exc._render_traceback_()})
+    return outs
+
+
+# ---------------------------------------------------------------- unfinished exercises in a learner's kernel
+
+_GUARD = ast.parse(
+    "try:\n    pass\n"
+    "except NotImplementedError as __autograder_exc__:\n"
+    "    __import__('autograder.notebook').notebook.unfinished(__autograder_exc__)\n"
+).body[0]
+_SHOW = ast.parse("__import__('autograder.notebook').notebook.show_value(None)").body[0]
+
+
+class UnfinishedGuard(ast.NodeTransformer):
+    """Wrap each cell in `try ... except NotImplementedError`, keeping the display of its last expression."""
+
+    def visit_Module(self, node: ast.Module) -> ast.Module:
+        body = node.body
+        if not body or any(isinstance(s, ast.ImportFrom) and s.module == "__future__" for s in body):
+            return node
+        if isinstance(body[-1], ast.Expr):
+            show_last = _copy(_SHOW)
+            show_last.value.args = [body[-1].value]
+            body = [*body[:-1], show_last]
+        guard = _copy(_GUARD)
+        guard.body = body
+        node.body = [guard]
+        return ast.fix_missing_locations(node)
+
+
+def _copy(node: ast.stmt) -> Any:
+    return ast.parse(ast.unparse(node)).body[0]
+
+
+def show_value(value: Any) -> None:
+    """What IPython does with a cell's last expression: display it as the cell's result (Out[n])."""
+    from IPython import get_ipython
+
+    get_ipython().displayhook(value)
+
+
+def unfinished(exc: NotImplementedError) -> None:
+    """One line instead of a traceback: which exercise is not done yet."""
+    frames = list(traceback.walk_tb(exc.__traceback__))
+    code = frames[-1][0].f_code if frames else None
+    if code is None or code.co_name == "<module>":
+        print("⋯ not done yet: this cell still raises NotImplementedError; "
+              "replace the `raise NotImplementedError()` line with your code.")
+    else:
+        name = getattr(code, "co_qualname", code.co_name)
+        print(f"⋯ not done yet: {name} still raises NotImplementedError, so this cell stopped there. "
+              "Finish that exercise above, run its cell, then run this cell again.")
+
+
+def install_unfinished_guard() -> bool:
+    """In a learner's kernel, add the guard to IPython's AST transformers (once); False anywhere else."""
+    if not learners_kernel():
+        return False
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    if shell is None:
+        return False
+    if not any(isinstance(t, UnfinishedGuard) for t in shell.ast_transformers):
+        shell.ast_transformers.append(UnfinishedGuard())
+    return True
+
+
+install_unfinished_guard()

@@ -5,27 +5,25 @@ Nothing here is an engine: the learner's Value is read through `data`, `grad`, `
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import random
 import sys
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import escape
 
-from . import checks
-from .checks import run_checks
+from .checks import NOT_IMPLEMENTED, CheckResult, get, run_checks
+from .notebook import GREEN, RED, grading, result_html, show
+from .notebook import in_kernel as _in_kernel
 from .probes.graphs import walk_graph
 from .probes.safe import LearnerError, short_repr
 from .report import result_lines
 
 # ---------------------------------------------------------------- grading mode
-
-
-def grading() -> bool:
-    """True while nbgrader executes the notebook (autograde or validate): demos then run short."""
-    return bool(os.environ.get("NBGRADER_EXECUTION"))
 
 
 def demo_size(interactive: int, graded: int) -> int:
@@ -35,16 +33,121 @@ def demo_size(interactive: int, graded: int) -> int:
 
 # ---------------------------------------------------------------- summary
 
+def summary(*cells: tuple[Any, ...], ns: dict[str, Any] | None = None) -> None:
+    """Score each grade cell as nbgrader will (its points only if every check in it passes); never raises.
 
-def summary(*names: str, ns: dict[str, Any] | None = None) -> None:
-    """Print a ✓/✗ line for each named check on the caller's definitions, and a count; never raises."""
+    Each argument is one grade cell: `(points, "check_name", ...)`.
+    """
     if ns is None:
         ns = sys._getframe(1).f_globals
-    results = run_checks([checks.get(n) for n in names], ns)
-    for r in results:
-        print(result_lines(r)[0])
-    done = sum(r.passed for r in results)
-    print(f"{done} of {len(results)} checks pass" + (": this notebook is done." if done == len(results) else "."))
+    if grading():  # nbgrader scores the grade cells themselves; the summary is for the learner's own kernel
+        print("Summary: skipped while nbgrader runs this notebook (each grade cell above is scored on its own).")
+        return
+    scored = [(float(points), run_checks([get(n) for n in names], ns)) for points, *names in cells]
+    show(summary_text(scored), summary_html(scored))
+
+
+def _not_done(r: CheckResult) -> bool:
+    return r.status == NOT_IMPLEMENTED
+
+
+def _totals(scored: list[tuple[float, list[CheckResult]]]) -> tuple[float, float, list[CheckResult]]:
+    earned = sum(p for p, rs in scored if all(r.passed for r in rs))
+    return earned, sum(p for p, _ in scored), [r for _, rs in scored for r in rs]
+
+
+def _to_do(results: list[CheckResult]) -> list[str]:
+    """The closing lines: which checks are not done yet and which fail."""
+    todo = [r.name for r in results if not r.passed and _not_done(r)]
+    failing = [r.name for r in results if not r.passed and not _not_done(r)]
+    return ([f"Not done yet: {', '.join(todo)}."] if todo else []) + ([f"Failing: {', '.join(failing)}."] if failing else [])
+
+
+def _pts(x: float) -> str:
+    return f"{x:g} point" + ("" if x == 1 else "s")
+
+
+def summary_text(scored: list[tuple[float, list[CheckResult]]]) -> str:
+    """The summary as plain text: one block per grade cell with its points, then the totals and what is left."""
+    lines = ["Points as nbgrader will score them (a grade cell earns its points only when every check in it passes):"]
+    for points, results in scored:
+        got = points if all(r.passed for r in results) else 0.0
+        for i, r in enumerate(results):
+            score = f"{got:g} of {_pts(points)}" if i == 0 else ""
+            lines.append(f"  {score:<18}{result_lines(r)[0]}")
+    earned, total, results = _totals(scored)
+    passed = sum(r.passed for r in results)
+    lines.append(f"{earned:g} of {_pts(total)}; {passed} of {len(results)} checks pass"
+                 + (": this notebook is done (nbgrader also runs hidden inputs)." if earned == total else "."))
+    return "\n".join(lines + _to_do(results))
+
+
+def summary_html(scored: list[tuple[float, list[CheckResult]]]) -> str:
+    """The summary as an HTML table: points per grade cell next to its checks' ✓ and ✗."""
+    rows = []
+    for points, results in scored:
+        ok = all(r.passed for r in results)
+        colour = GREEN if ok else RED
+        cell = (f'<td rowspan="{len(results)}" style="vertical-align:top;color:{colour};white-space:nowrap">'
+                f"{(points if ok else 0):g} of {_pts(points)}</td>")
+        for i, r in enumerate(results):
+            rows.append(f"<tr>{cell if i == 0 else ''}<td style=\"text-align:left\">{result_html(r, brief=True)}</td></tr>")
+    earned, total, results = _totals(scored)
+    passed = sum(r.passed for r in results)
+    head = ("<p><b>Points as nbgrader will score them</b> (a grade cell earns its points only when every check "
+            "in it passes)</p>")
+    foot = [f"<b>{earned:g} of {_pts(total)}</b>; {passed} of {len(results)} checks pass"
+            + (": this notebook is done (nbgrader also runs hidden inputs)." if earned == total else "."),
+            *(escape(t) for t in _to_do(results))]
+    return (f'<div class="autograder-summary">{head}<table>{"".join(rows)}</table>'
+            + "".join(f"<p>{t}</p>" for t in foot) + "</div>")
+
+
+# ---------------------------------------------------------------- PyTorch side by side (notebook 05)
+
+TORCH_REFERENCE = Path(__file__).with_name("torch_reference.json")
+CPU_TORCH = ".venv/bin/pip install torch --index-url https://download.pytorch.org/whl/cpu"
+
+
+class NotRecorded(LookupError):
+    """The recorded PyTorch numbers are for other inputs; shown in Jupyter as one line."""
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"NotRecorded: {self}"]
+
+
+def torch_reference() -> dict[str, Any]:
+    """The numbers scripts/record_torch_reference.py recorded with PyTorch, and that PyTorch's version."""
+    return json.loads(TORCH_REFERENCE.read_text(encoding="utf-8"))
+
+
+def torch_or_none() -> Any:
+    """PyTorch if it is installed (and nbgrader is not running the notebook), else None; says which numbers show."""
+    if not grading():
+        try:
+            import torch
+        except ImportError:
+            pass
+        else:
+            print(f"PyTorch {torch.__version__}: the PyTorch cells compute their numbers live.")
+            return torch
+    version = torch_reference()["torch_version"]
+    why = "nbgrader is running this notebook" if grading() else "PyTorch is not installed"
+    print(f"{why}: the PyTorch cells show the numbers PyTorch {version} computed for the same code "
+          "(recorded by scripts/record_torch_reference.py).")
+    if not grading():
+        print(f"To run them live, install PyTorch's CPU-only build (about 200 MB; a plain `pip install torch` on Linux "
+              f"fetches the CUDA build, several GB), then restart the kernel:\n    {CPU_TORCH}")
+    return None
+
+
+def recorded(name: str, inputs: Any) -> dict[str, Any]:
+    """What PyTorch computed for `name` (neuron, wobble, custom_tanh), provided `inputs` are the recorded ones."""
+    entry = torch_reference()[name]
+    if entry["inputs"] != inputs:
+        raise NotRecorded(f"PyTorch's numbers were recorded at {entry['inputs']}, not at {inputs}: "
+                          "put the inputs back to compare, or install PyTorch to compute at any inputs")
+    return entry
 
 
 # ---------------------------------------------------------------- the expression graph picture
@@ -258,12 +361,6 @@ def progress(iterable: Iterable[Any], total: int | None = None, desc: str = "") 
     return iter(text_tqdm(iterable, total=total, desc=desc, file=sys.stdout))
 
 
-def _in_kernel() -> bool:
-    """True inside a running Jupyter kernel, not merely when something imported ipykernel."""
-    app = sys.modules.get("ipykernel.kernelapp")
-    return app is not None and app.IPKernelApp.initialized()
-
-
 def _pyplot() -> Any:
     import matplotlib
 
@@ -282,15 +379,19 @@ def _shown(fig: Any) -> Any:
     return fig
 
 
-def plot_loss(losses: Sequence[float], title: str = "training loss") -> Any:
-    """Plot the loss after each step, on a log scale when it spans more than a factor of 10."""
+def plot_loss(losses: Sequence[float] | dict[str, Sequence[float]], title: str = "training loss") -> Any:
+    """Plot the loss after each step (several labelled curves when given a dict), log scale when it spans > 10x."""
     plt = _pyplot()
+    curves = losses if isinstance(losses, dict) else {"": losses}
     fig, ax = plt.subplots(figsize=(5, 3))
-    ax.plot(range(len(losses)), losses, marker="." if len(losses) < 40 else None)
+    for label, ys in curves.items():
+        ax.plot(range(len(ys)), ys, marker="." if len(ys) < 40 else None, label=label or None)
+    if len(curves) > 1:
+        ax.legend(fontsize=8)
     ax.set_xlabel("step")
     ax.set_ylabel("loss")
     ax.set_title(title)
-    positive = [x for x in losses if x > 0]
+    positive = [x for ys in curves.values() for x in ys if x > 0]
     if positive and max(positive) > 10 * min(positive):
         ax.set_yscale("log")
     fig.tight_layout()

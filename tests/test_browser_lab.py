@@ -1,4 +1,7 @@
-"""The learner's browser: notebook 03 in JupyterLab in Debian's Chromium, stubs solved, a mistake diagnosed, Validate."""
+"""The learner's browser: notebook 03 in a learner's JupyterLab in Debian's Chromium.
+
+A half-done "Run All" reaches the summary; stubs solved show green ✓s; a mistake shows its red ✗ diagnosis; Validate.
+"""
 
 from __future__ import annotations
 
@@ -26,6 +29,7 @@ CHROMIUM_FLAGS = [
     "--disable-component-update", "--disable-sync", "--no-first-run",
 ]
 ARTIFACTS = ROOT / "test-artifacts" / "browser"
+LEARNER_CONFIG = ROOT / "lab-config" / "learner"  # what `./workbook lab` adds to JUPYTER_CONFIG_PATH
 IN_CI = os.environ.get("CI") == "true"
 # The exercise this test drives: the `_backward` of `+` and `*`, checked for accumulation (`+=`, not `=`).
 TARGET_CHECK = "backward_accumulates"
@@ -129,10 +133,15 @@ def lab(chromium: Path, exercise: Exercise, tmp_path_factory: pytest.TempPathFac
     settings.mkdir(parents=True)
     # No news pop-up over the screenshots, and no request to the internet.
     (settings / "notification.jupyterlab-settings").write_text('{"fetchNews": "false", "checkForUpdates": false}')
+    # Every cell in the page (no windowing), so that the test can reach any cell by its index.
+    tracker = home / "lab-settings" / "@jupyterlab" / "notebook-extension"
+    tracker.mkdir(parents=True)
+    (tracker / "tracker.jupyterlab-settings").write_text('{"windowingMode": "none"}')
     env = {
         **os.environ,
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
         "JUPYTER_CONFIG_DIR": str(home / "config"),
+        "JUPYTER_CONFIG_PATH": str(LEARNER_CONFIG),
         "JUPYTER_DATA_DIR": str(home / "data"),
         "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
         "JUPYTERLAB_SETTINGS_DIR": str(home / "lab-settings"),
@@ -204,11 +213,16 @@ class Notebook:
         self.cells.nth(index).locator(".cm-content").click()
         self.page.keyboard.press("Control+Enter")
 
-    def run_all(self) -> None:
-        """Run every code cell from the top, one Ctrl+Enter after another (the kernel queues them)."""
-        for i in range(self.cells.count()):
-            if "jp-CodeCell" in (self.cells.nth(i).get_attribute("class") or ""):
-                self.run(i)
+    def run_all_from_menu(self) -> None:
+        """JupyterLab's own Run > Run All Cells, which stops at the first cell that ends in an error."""
+        self.page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
+        self.page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
+
+    def save(self) -> None:
+        """Ctrl+S, so that the next test's page load meets no unsaved changes."""
+        self.page.locator(".jp-Notebook .jp-CodeCell .cm-content").first.click()
+        self.page.keyboard.press("Control+s")
+        self.page.locator(".jp-mod-dirty").wait_for(state="detached", timeout=30_000)
 
     def output(self, index: int):
         return self.cells.nth(index).locator(".jp-OutputArea")
@@ -233,18 +247,43 @@ class Notebook:
         return path
 
 
+@pytest.fixture(scope="module")
+def shots() -> Path:
+    shutil.rmtree(ARTIFACTS, ignore_errors=True)
+    ARTIFACTS.mkdir(parents=True)
+    return ARTIFACTS
+
+
 @pytest.fixture
-def notebook(page, capsys: pytest.CaptureFixture) -> Iterator[Notebook]:
-    shots = ARTIFACTS
-    shutil.rmtree(shots, ignore_errors=True)
-    shots.mkdir(parents=True)
+def notebook(page, shots: Path, request: pytest.FixtureRequest, capsys: pytest.CaptureFixture) -> Iterator[Notebook]:
     nb = Notebook(page, shots)
     try:
         yield nb
     finally:
-        nb.shot("last")  # the state at the end, or at the failure
+        nb.shot(f"last-{request.node.name}")  # the state at the end, or at the failure
         with capsys.disabled():
             print(f"\nbrowser test screenshots: {shots}")
+
+
+def test_half_done_run_all_reaches_the_summary_in_a_learners_lab(lab: Lab, exercise: Exercise, notebook: Notebook):
+    from playwright.sync_api import expect
+
+    notebook.open(lab, exercise.notebook)
+    expect(notebook.page.get_by_role("button", name="Validate")).to_be_visible()
+    # nbgrader's instructor tools and exchange-bound lists are not in a learner's Lab
+    expect(notebook.page.locator(".lm-MenuBar-itemLabel", has_text="Nbgrader")).to_have_count(0)
+    expect(notebook.page.locator("#create_assignment_widget, .nbgrader-CreateAssignmentWidget")).to_have_count(0)
+    notebook.type_into(exercise.stub, exercise.solutions[exercise.stub])  # only `+` is done
+    notebook.run_all_from_menu()
+    summary = notebook.output(notebook.cells.count() - 1)
+    expect(summary).to_contain_text("Not done yet: ", timeout=120_000)
+    expect(summary).to_contain_text("✓ add_local_backward")
+    expect(summary).to_contain_text("✗ backward_accumulates")
+    expect(summary).to_contain_text("Points as nbgrader will score them")
+    expect(notebook.page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")).to_have_count(0)
+    expect(notebook.cells.nth(exercise.check).locator(".autograder-check")).to_contain_text("✗ backward_accumulates")
+    notebook.shot("0-half-done-run-all-reaches-summary", show=summary)
+    notebook.save()
 
 
 def test_learner_fills_stub_sees_check_and_mistake_then_validates(lab: Lab, exercise: Exercise, notebook: Notebook):
@@ -254,12 +293,13 @@ def test_learner_fills_stub_sees_check_and_mistake_then_validates(lab: Lab, exer
     out = notebook.output(exercise.check)
     for index, solution in exercise.solutions.items():
         notebook.type_into(index, solution)
-    notebook.run_all()
+    notebook.run_all_from_menu()
     expect(out).to_contain_text(f"✓ {TARGET_CHECK}", timeout=120_000)
     for i in exercise.checks:  # every check cell of the solved notebook answers ✓, none ✗
         expect(notebook.output(i)).to_contain_text("✓")
         expect(notebook.output(i)).not_to_contain_text("✗")
         expect(notebook.output(i)).not_to_contain_text("Traceback")
+    expect(out.locator(".autograder-check span").first).to_have_css("color", "rgb(26, 127, 55)")  # a green ✓
     notebook.shot("1-solution-passes", show=out)
 
     notebook.type_into(exercise.stub, exercise.mistake())
@@ -268,11 +308,15 @@ def test_learner_fills_stub_sees_check_and_mistake_then_validates(lab: Lab, exer
     expect(out).to_contain_text(f"✗ {TARGET_CHECK}", timeout=60_000)
     expect(out).to_contain_text("accumulate `grad += ...`")  # the diagnosis names the misconception
     expect(out).not_to_contain_text("Traceback")
+    expect(out.locator(".autograder-check span").first).to_have_css("color", "rgb(207, 34, 46)")  # a red ✗
+    expect(out.locator("em")).to_contain_text("accumulate `grad += ...`")  # the hint, emphasised
+    expect(out.locator("details")).not_to_have_attribute("open", "")  # the reproduce block starts folded
     notebook.shot("2-mistake-diagnosed", show=out)
 
     dialog = notebook.validate()  # the saved notebook still holds the mistake: validation must fail
     expect(dialog).not_to_contain_text("Success!")
     expect(dialog).to_contain_text("The following cell failed")
+    expect(dialog).to_contain_text(f"✗ {TARGET_CHECK}: ")  # the one-line diagnosis, not "printed above"
     notebook.shot("3-validate-fails-on-mistake")
     notebook.close_dialog()
 

@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 
 from autograder import checks as catalog
+from autograder import notebook
 from autograder.checks import run_check
+from autograder.notebook import CheckFailed, check
 from autograder.workbook import demo_size, make_moons, progress, summary
 
 
@@ -54,10 +56,104 @@ def test_progress_outside_jupyter_writes_to_stdout_not_stderr(capsys):
     assert err == "" and "3/3" in out
 
 
-def test_summary_counts_passing_checks_and_never_raises(ref, capsys):
-    summary("add_forward", "numerical_derivative", ns=vars(ref))
+def test_summary_scores_whole_grade_cells_as_nbgrader_does_and_never_raises(ref, capsys):
+    summary((1, "add_forward"), (2, "mul_forward", "numerical_derivative"), ns=vars(ref))
     out = capsys.readouterr().out
-    assert "✓ add_forward" in out and "✗ numerical_derivative" in out and "1 of 2 checks pass" in out
+    assert "✓ add_forward" in out and "✗ numerical_derivative" in out
+    assert "1 of 3 points; 2 of 3 checks pass." in out  # one failing check costs its cell's 2 points
+    assert "Not done yet: numerical_derivative." in out and "Failing" not in out
+
+
+def test_summary_lists_failing_checks_apart_from_unfinished_ones(ref, capsys):
+    class Value(ref.Value):
+        def __mul__(self, other):
+            other = other if isinstance(other, Value) else Value(other)
+            return Value(self.data + other.data, (self, other), "*")
+
+        def __add__(self, other):
+            raise NotImplementedError()
+
+    summary((1, "mul_forward"), (1, "add_forward"), ns={"Value": Value})
+    out = capsys.readouterr().out
+    assert "0 of 2 points; 0 of 2 checks pass." in out
+    assert "Not done yet: add_forward." in out and "Failing: mul_forward." in out
+
+
+def test_check_outside_a_kernel_raises_with_the_one_line_diagnosis(ref, monkeypatch, capsys):
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+    with pytest.raises(CheckFailed) as info:
+        check("numerical_derivative", ns=vars(ref))
+    assert str(info.value).startswith("numerical_derivative: not implemented yet")
+    assert "\n" not in str(info.value)
+    assert "✗ numerical_derivative" in capsys.readouterr().out
+    lines = info.value._render_traceback_()  # what nbgrader's Validate dialog shows
+    assert lines[0] == "CheckFailed: 1 of 1 checks failed" and lines[1].startswith("✗ numerical_derivative: not implemented")
+
+
+def test_check_in_a_learners_kernel_shows_the_diagnosis_and_returns(ref, monkeypatch):
+    monkeypatch.setattr(notebook, "in_kernel", lambda: True)
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+    check("numerical_derivative", ns=vars(ref))  # no exception: Run All goes on
+    monkeypatch.setenv("NBGRADER_EXECUTION", "validate")
+    with pytest.raises(CheckFailed):
+        check("numerical_derivative", ns=vars(ref))
+
+
+def test_check_html_marks_pass_and_fail_emphasises_the_hint_and_folds_the_reproduce_block(ref):
+    class Value(ref.Value):
+        def __add__(self, other):
+            other = other if isinstance(other, Value) else Value(other)
+            out = Value(self.data + other.data, (self, other), "+")
+
+            def _backward():
+                self.grad = out.grad
+                other.grad = out.grad
+
+            out._backward = _backward
+            return out
+
+    bad = outcome("backward_accumulates", {"Value": Value})
+    good = outcome("mul_forward", {"Value": ref.Value})
+    html = notebook.verdict_html([good, bad], hidden=False)
+    assert f'color:{notebook.GREEN};font-weight:bold">✓ mul_forward</span>' in html
+    assert f'color:{notebook.RED};font-weight:bold">✗ backward_accumulates</span>' in html
+    assert "<em><b>hint:</b>" in html and "accumulate `grad += ...`" in html
+    assert "<details" in html and "<summary>reproduce</summary>" in html and "\nprint(a.grad" in html
+    assert "white-space:pre-wrap" in html  # long lines wrap, in JupyterLab and in nbgrader's feedback HTML
+    text = notebook.verdict_text([good, bad], hidden=False)
+    assert text.startswith("✓ mul_forward") and "✗ backward_accumulates" in text and "reproduce:" in text
+    outputs = notebook.check_outputs([good, bad], hidden=False)
+    assert outputs[0]["data"] == {"text/plain": text, "text/html": html}
+    assert outputs[1]["ename"] == "CheckFailed" and "backward_accumulates" in outputs[1]["evalue"]
+
+
+@pytest.fixture
+def shell():
+    from IPython.core.interactiveshell import InteractiveShell
+
+    sh = InteractiveShell.instance()
+    sh.ast_transformers.append(notebook.UnfinishedGuard())
+    yield sh
+    sh.ast_transformers[:] = [t for t in sh.ast_transformers if not isinstance(t, notebook.UnfinishedGuard)]
+
+
+def test_a_cell_reaching_an_unfinished_exercise_says_so_in_one_line_and_succeeds(shell, capsys):
+    shell.run_cell("def __add__(self, other):\n    # YOUR CODE HERE\n    raise NotImplementedError()")
+    result = shell.run_cell("x = 1\n__add__(None, None)\nx = 2")
+    out = capsys.readouterr().out
+    assert result.success and result.error_in_exec is None
+    assert out.strip().splitlines() == [out.strip()] and "⋯ not done yet: __add__ still raises NotImplementedError" in out
+    assert shell.user_ns["x"] == 1  # the rest of the cell did not run
+    result = shell.run_cell("# YOUR CODE HERE\nraise NotImplementedError()")
+    assert result.success and "replace the `raise NotImplementedError()` line" in capsys.readouterr().out
+
+
+def test_the_guard_keeps_the_last_expressions_display_and_other_errors(shell, capsys):
+    result = shell.run_cell("y = 20\ny + 1")
+    assert result.result == 21 and "21" in capsys.readouterr().out
+    assert shell.run_cell("y + 1;", store_history=True).result is None  # a trailing semicolon still hides it
+    result = shell.run_cell("1 / 0")
+    assert isinstance(result.error_in_exec, ZeroDivisionError)
 
 
 def local_engine(ref, swapped=False, forget_upstream=False):

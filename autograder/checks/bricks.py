@@ -55,6 +55,8 @@ EXPRESSIONS.update({
     "rsub_mul": Expr(("a", "b"), "2.5 - a * b", exact=lambda a, b: (-b, -a)),
     "sub_number": Expr(("a",), "a - 1.5", exact=lambda a: (1.0,)),
     "rdiv": Expr(("a", "b"), "(a * b) / 2.0", exact=lambda a, b: (b / 2, a / 2)),
+    "rtruediv": Expr(("a",), "2 / a", upstream=3.0, exact=lambda a: (-6 / (a * a),)),
+    "rtruediv_tanh": Expr(("x",), "1 - 2 / ((2 * x).exp() + 1)", exact=lambda x: (1 - math.tanh(x) ** 2,)),
     # a neuron-sized graph with every brick
     "bricks": Expr(("a", "b", "c"), "n = a * b + c\nout = (2 * n).exp() / ((2 * n).exp() + 1) - 0.5 * n ** 2", high=1.2),
 })
@@ -111,5 +113,9 @@ bricks_check("div_backward", (f"{V}.__truediv__", BWD), "a / b, and a / number",
 bricks_check("number_operands", (f"{V}.__radd__", f"{V}.__rmul__", BWD), "numbers on either side of + and *",
              ["radd", "add_number", "rmul", "mul_number", "sum"])
 bricks_check("rsub_backward", (f"{V}.__rsub__", BWD), "a number minus a Value", ["rsub", "rsub_mul"])
+# notebook 4's number / Value: an exercise check, so that engines written to the spec need not define it
+register(expression_check("rtruediv_backward", (f"{V}.__rtruediv__", BWD), "a number divided by a Value",
+                          ["rtruediv", "rtruediv_tanh"], isolate=("pow_local", "exp_local", *ENGINE),
+                          owns=(f"{V}.__rtruediv__",), group="exercise"))
 bricks_check("all_bricks", (EXP, f"{V}.__truediv__", POW, f"{V}.__sub__", f"{V}.__rmul__", BWD),
              "every brick together in one graph", ["bricks"], ("exp_local", "pow_local"))

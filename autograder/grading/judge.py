@@ -9,7 +9,7 @@ from typing import Any, Protocol
 from .. import checks as catalog
 from ..checks import FAILED, NOT_IMPLEMENTED, CheckResult, judge_checks
 from ..checks.messages import MALFORMED_OBSERVATION
-from ..notebook import CheckFailed, verdict_text
+from .. import notebook
 from ..settings import Tolerance
 from .channel import Violation
 from .source import CheckCall
@@ -121,12 +121,8 @@ def judge_cell(observer: Observer, calls: Sequence[CheckCall], tolerance: Tolera
 
 
 def check_outputs(results: list[CheckResult], hidden: bool) -> list[dict[str, Any]]:
-    """The outputs `check(...)` leaves in a kernel: the verdict lines, then CheckFailed if any check failed."""
-    outs: list[dict[str, Any]] = [{"output_type": "stream", "name": "stdout", "text": verdict_text(results, hidden) + "\n"}]
-    if not all(r.passed for r in results):
-        exc = CheckFailed(results)
-        outs.append({"output_type": "error", "ename": "CheckFailed", "evalue": str(exc), "traceback": exc._render_traceback_()})
-    return outs
+    """The outputs `check(...)` leaves under nbgrader: the verdict (HTML, text fallback), then CheckFailed if any failed."""
+    return notebook.check_outputs(results, hidden)
 
 
 def stopped_output(reason: str) -> dict[str, Any]:

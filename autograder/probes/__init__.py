@@ -54,6 +54,7 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "div_backward": (f"{V}.__truediv__", BWD),
     "number_operands": (f"{V}.__radd__", f"{V}.__rmul__", BWD),
     "rsub_backward": (f"{V}.__rsub__", BWD),
+    "rtruediv_backward": (f"{V}.__rtruediv__", BWD),
     "all_bricks": (f"{V}.exp", f"{V}.__truediv__", f"{V}.__pow__", f"{V}.__sub__", f"{V}.__rmul__", BWD),
     "neuron_forward": ("Neuron",),
     "layer_forward": ("Layer",),

@@ -1,0 +1,138 @@
+"""Run All as a learner does it, in a real Jupyter kernel: a half-done notebook reaches its summary.
+
+JupyterLab's "Run All" stops at the first cell that ends in an error, so these run with `allow_errors=False`:
+any error fails the test. Then nbgrader's Validate runs on the same half-done file and must still fail.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+ROOT = Path(__file__).resolve().parent.parent
+SOURCE = ROOT / "solutions" / "workbook"
+RELEASE = ROOT / "notebooks" / "workbook"
+NAMES = sorted(p.stem for p in SOURCE.glob("*.ipynb"))
+SOLUTION_MARKER = re.compile(r"^\s*### (BEGIN|END) SOLUTION\s*$")
+
+pytestmark = pytest.mark.slow
+
+
+def run_all(nb: nbformat.NotebookNode, folder: Path) -> nbformat.NotebookNode:
+    """Execute every cell in a fresh kernel as a learner's "Run All" (NBGRADER_EXECUTION unset); stop at an error."""
+    saved = os.environ.pop("NBGRADER_EXECUTION", None)
+    try:
+        NotebookClient(nb, kernel_name="python3", timeout=180, allow_errors=False,
+                       resources={"metadata": {"path": str(folder)}}).execute()
+    finally:
+        if saved is not None:
+            os.environ["NBGRADER_EXECUTION"] = saved
+    return nb
+
+
+def text(cell: nbformat.NotebookNode) -> str:
+    """Everything a cell shows as text: printed lines and the plain-text form of displayed results."""
+    parts = []
+    for o in cell.get("outputs", []):
+        if o["output_type"] == "stream":
+            parts.append(o["text"])
+        elif o["output_type"] in ("display_data", "execute_result"):
+            parts.append(o["data"].get("text/plain", ""))
+    return "".join(parts)
+
+
+def summary_cell(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    cells = [c for c in nb.cells if c.cell_type == "code" and c.source.startswith("summary(")]
+    assert len(cells) == 1
+    return cells[0]
+
+
+def solutions_by_grade_id(name: str) -> dict[str, str]:
+    """Each solution cell of the instructor source as a learner who solved it has it (markers removed)."""
+    nb = nbformat.read(SOURCE / f"{name}.ipynb", as_version=4)
+    return {c.metadata["nbgrader"]["grade_id"]: "\n".join(ln for ln in c.source.splitlines() if not SOLUTION_MARKER.match(ln))
+            for c in nb.cells if c.metadata.get("nbgrader", {}).get("solution")}
+
+
+def half_done_03() -> nbformat.NotebookNode:
+    """Notebook 03 with `+` solved, `*` written with its operands unswapped, and backward() not started."""
+    nb = nbformat.read(RELEASE / "03_backward.ipynb", as_version=4)
+    solved = solutions_by_grade_id("03_backward")
+    for cell in nb.cells:
+        gid = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if gid == "ex_03_add":
+            cell.source = solved[gid]
+        elif gid == "ex_03_mul":
+            wrong = solved[gid].replace("self.grad += other.data", "self.grad += self.data")
+            cell.source = wrong.replace("other.grad += self.data", "other.grad += other.data")
+            assert wrong != solved[gid]
+    return nb
+
+
+@pytest.fixture(scope="module")
+def half_done(tmp_path_factory: pytest.TempPathFactory) -> tuple[nbformat.NotebookNode, Path]:
+    folder = tmp_path_factory.mktemp("half-done")
+    nb = half_done_03()
+    path = folder / "03_backward.ipynb"
+    nbformat.write(nb, path)
+    return run_all(nb, folder), path
+
+
+def listed(summary: str) -> dict[str, list[str]]:
+    """The summary's closing lines: {"Not done yet": [...], "Failing": [...]}."""
+    return {head: names.rstrip(".").split(", ") for line in summary.splitlines()
+            for head, sep, names in [line.partition(": ")] if sep and head in ("Not done yet", "Failing")}
+
+
+def test_run_all_of_a_half_done_notebook_reaches_the_summary_listing_exactly_what_is_left(half_done):
+    nb, _ = half_done
+    out = text(summary_cell(nb))
+    checks = ["add_local_backward", "mul_local_backward", "backward_seeds_root", "add_backward", "mul_backward",
+              "backward_chain_order", "backward_topological_order", "backward_once_per_node", "backward_equal_data",
+              "backward_accumulates"]
+    assert re.findall(r"✓ (\w+)", out) == ["add_local_backward"]
+    left = listed(out)
+    assert sorted(n for names in left.values() for n in names) == sorted(checks[1:])  # each exactly once
+    assert "mul_local_backward" in left["Failing"]  # the real mistake, apart from what is merely unfinished
+    assert "1 of 8 points; 1 of 10 checks pass." in out
+
+
+def test_in_a_half_done_run_failing_checks_show_their_diagnosis_and_demos_say_what_is_missing(half_done):
+    nb, _ = half_done
+    mul_check = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "check_03_mul")
+    assert "✗ mul_local_backward" in text(mul_check) and "unswapped" in text(mul_check)
+    html = "".join(o["data"].get("text/html", "") for o in mul_check.outputs if o["output_type"] == "display_data")
+    assert "✗ mul_local_backward</span>" in html
+    notices = [text(c) for c in nb.cells if c.cell_type == "code" and "⋯ not done yet" in text(c)]
+    assert notices and all(t.count("\n") == 1 and "backward still raises NotImplementedError" in t for t in notices)
+
+
+def test_validate_still_fails_on_the_half_done_notebook_and_shows_the_diagnosis(half_done):
+    _, path = half_done
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    env.pop("NBGRADER_EXECUTION", None)
+    done = subprocess.run(["nbgrader", "validate", str(path)], cwd=path.parent, env=env, capture_output=True, text=True,
+                          timeout=600)
+    out = done.stdout + done.stderr
+    assert "VALIDATION FAILED" in out, out
+    assert "✗ mul_local_backward: " in out and "✗ backward_accumulates: " in out, out
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_run_all_of_an_untouched_notebook_reaches_a_summary_of_zero_points(name: str, tmp_path: Path):
+    nb = run_all(nbformat.read(RELEASE / f"{name}.ipynb", as_version=4), tmp_path)
+    out = text(summary_cell(nb))
+    assert re.search(r"^0 of \d+ points?; 0 of \d+ checks pass\.$", out, re.M), out
+    left = [n for names in listed(out).values() for n in names]
+    checks = re.findall(r"[✓✗] (\w+)", out)
+    assert sorted(left) == sorted(checks) and "✓" not in out, out  # every check is listed as left to do
+    for cell in nb.cells:
+        assert "Traceback" not in text(cell) and "NotImplementedError()" not in text(cell).replace(
+            "replace the `raise NotImplementedError()` line", "")
