@@ -7,9 +7,9 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from .. import checks as catalog
+from .. import notebook
 from ..checks import FAILED, NOT_IMPLEMENTED, CheckResult, judge_checks
 from ..checks.messages import MALFORMED_OBSERVATION
-from .. import notebook
 from ..settings import Tolerance
 from .channel import Violation
 from .source import CheckCall
