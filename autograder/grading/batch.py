@@ -21,6 +21,8 @@ from traitlets.config import Config
 from .. import __version__
 from ..settings import BatchGrading, Limits, Tolerance
 from . import runner
+from .formgrader import AUTOGRADED_HASH, autograded_digest, autograded_untouched, show_flags
+from .late import apply_late_penalties
 from .runner import Graded, zero_scores
 from .sanitize import Unreadable, read_submission, sanitize
 from .source import AssignmentSpec, GradingError, NotebookSpec, load_assignment
@@ -175,15 +177,18 @@ def run(options: Options) -> list[Row]:
                 item = Item(student, name, folder / f"{name}.ipynb")
                 fp = fingerprint(item.path, spec, settings)
                 old = state.get(State.key(options.assignment, student, name))
-                if old and old.get("fingerprint") == fp and not options.force:
+                if (old and old.get("fingerprint") == fp and not options.force
+                        and autograded_untouched(old, course.autograded(student, options.assignment) / f"{name}.ipynb")):
                     rows.append(Row(student, name, old.get("score", 0.0), old.get("max_score", 0.0), "skipped (unchanged)",
                                     list(old.get("flags", [])), old.get("reason", "")))
                 else:
                     todo.append((item, fp))
         rows += _grade_all(todo, spec, course, options, limits, tolerance, jobs, state)
+        apply_late_penalties(course.coursedir, options.assignment, rows)
     rows.sort(key=lambda r: (r.student, r.notebook))
-    if options.csv_path:
-        write_csv(rows, options.csv_path, options.assignment)
+    if options.csv_path is not None:  # "" (a bare --csv): the course folder, where the rest of the course's files are
+        csv_path = options.csv_path or str(course.root / f"{options.assignment}-summary.csv")
+        write_csv(rows, csv_path, options.assignment, keep_other_students=bool(options.students))
     return rows
 
 
@@ -243,11 +248,13 @@ def _store(gb: Gradebook, course: Course, assignment: str, item: Item, fp: str, 
     if stamp.is_file():
         (out_dir / "timestamp.txt").write_bytes(stamp.read_bytes())
     record_grades(gb, assignment, item.student, item.notebook, graded, timestamp)
+    show_flags(gb, assignment, item.student, item.notebook, graded.flags, state.get(State.key(assignment, item.student, item.notebook)))
     status = "graded" if graded.ran else "not graded"
     reason = "; ".join(dict.fromkeys(x for x in [graded.reason, *graded.notes] if x))
     row = Row(item.student, item.notebook, graded.score, graded.max_score, status, graded.flags, reason)
     state.put(State.key(assignment, item.student, item.notebook),
-              {"fingerprint": fp, "score": row.score, "max_score": row.max_score, "flags": row.flags, "reason": row.reason})
+              {"fingerprint": fp, "score": row.score, "max_score": row.max_score, "flags": row.flags, "reason": row.reason,
+               AUTOGRADED_HASH: autograded_digest(out_dir / f"{item.notebook}.ipynb")})
     return row
 
 
@@ -268,13 +275,22 @@ def summary(rows: list[Row]) -> str:
     return "\n".join(out)
 
 
-def write_csv(rows: list[Row], path: str, assignment: str) -> None:
-    """One line per student and notebook."""
+def write_csv(rows: list[Row], path: str, assignment: str, keep_other_students: bool = False) -> None:
+    """One line per student and notebook; with keep_other_students (a --student run), other students' lines stay."""
+    head = ["student_id", "assignment", "notebook", "score", "max_score", "status", "flags", "reason"]
+    lines = [[r.student, assignment, r.notebook, f"{r.score:g}", f"{r.max_score:g}", r.status, "; ".join(r.flags), r.reason]
+             for r in rows]
+    if keep_other_students and os.path.isfile(path):
+        with open(path, newline="") as f:
+            old = list(csv.reader(f))
+        ours = {r.student for r in rows}
+        if old and old[0] == head:
+            lines += [ln for ln in old[1:] if len(ln) == len(head) and ln[0] not in ours]
+            lines.sort(key=lambda ln: (ln[0], ln[2]))
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["student_id", "assignment", "notebook", "score", "max_score", "status", "flags", "reason"])
-        for r in rows:
-            w.writerow([r.student, assignment, r.notebook, f"{r.score:g}", f"{r.max_score:g}", r.status, "; ".join(r.flags), r.reason])
+        w.writerow(head)
+        w.writerows(lines)
 
 
 def as_dicts(rows: list[Row]) -> list[dict[str, Any]]:
