@@ -23,6 +23,7 @@ from ..settings import BatchGrading, Limits, Tolerance
 from . import runner
 from .formgrader import AUTOGRADED_HASH, autograded_digest, autograded_untouched, show_flags
 from .late import apply_late_penalties
+from .other_files import copy_other_files
 from .runner import Graded, zero_scores
 from .sanitize import Unreadable, read_submission, sanitize
 from .source import AssignmentSpec, GradingError, NotebookSpec, load_assignment
@@ -185,6 +186,7 @@ def run(options: Options) -> list[Row]:
                     todo.append((item, fp))
         rows += _grade_all(todo, spec, course, options, limits, tolerance, jobs, state)
         apply_late_penalties(course.coursedir, options.assignment, rows)
+        copy_other_files(course.coursedir, options.assignment, (r.student for r in rows))
     rows.sort(key=lambda r: (r.student, r.notebook))
     if options.csv_path is not None:  # "" (a bare --csv): the course folder, where the rest of the course's files are
         csv_path = options.csv_path or str(course.root / f"{options.assignment}-summary.csv")
