@@ -10,6 +10,7 @@ the skipped ones included, so that a due date, an extension or a plugin set afte
 from __future__ import annotations
 
 import datetime
+import warnings
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Protocol
@@ -84,6 +85,8 @@ def grant_extension(coursedir: CourseDirectory, assignment: str, student: str, e
         try:
             gb.find_submission(assignment, student)
         except MissingEntry:
-            gb.add_submission(assignment, student)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # SQLAlchemy's autoflush notes from inside nbgrader's add_submission
+                gb.add_submission(assignment, student)
         seconds = extension.total_seconds()
         gb.grant_extension(assignment, student, minutes=seconds / 60)
