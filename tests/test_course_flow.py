@@ -100,12 +100,12 @@ def test_canvas_export_has_canvas_s_columns_and_scores_after_penalties(course):
     assert lines[0] == [*CANVAS_IDENTITY, cf.ASSIGNMENT]
     assert lines[1][0] == POINTS_POSSIBLE
     nbgrader_rows = {r["student_id"]: r for r in csv.DictReader((c.root / "grades.csv").read_text().splitlines())}
-    by_login = {ln[3]: ln for ln in lines[2:]}
-    assert set(by_login) == set(STUDENTS)
-    assert by_login["alice"][:3] == ["Martin, Alice", "1001", "alice"]
+    by_id = {ln[2]: ln for ln in lines[2:]}  # SIS User ID: the nbgrader student id
+    assert set(by_id) == set(STUDENTS)
+    assert by_id["alice"][:4] == ["Martin, Alice", "1001", "alice", "alice@example.edu"]
     assert float(lines[1][5]) == float(nbgrader_rows["alice"]["max_score"])
     for s in STUDENTS:
-        assert float(by_login[s][5]) == float(nbgrader_rows[s]["score"])
+        assert float(by_id[s][5]) == float(nbgrader_rows[s]["score"])
 
 
 @pytest.mark.slow
