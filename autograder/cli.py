@@ -29,7 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("check", help="run the check catalog on a .py file or a notebook")
     p.add_argument("path", help="a .py file or an .ipynb notebook")
     p.add_argument("--json", action="store_true", help="print JSON instead of lines")
-    p.add_argument("--config", help="a grading_config.py with Tolerance/Limits settings")
+    p.add_argument("--config", help="an nbgrader_config.py with Tolerance/Limits settings")
     g = sub.add_parser("grade", help="batch-grade the submissions of an assignment in an nbgrader course")
     g.add_argument("assignment", help="the assignment, as in submitted/<student>/<assignment>/")
     g.add_argument("--course", help="the course directory (default: the config's, else $AUTOGRADER_COURSE_DIR or ./course)")

@@ -120,3 +120,12 @@ def test_an_extension_granted_after_grading_lifts_the_penalty_without_regrading(
     rows = _rows(ours)
     assert rows["late"]["penalty"] is None and rows["late"]["score"] == 7.0
     assert rows["very_late"]["penalty"] == 7.0  # the others keep theirs
+
+
+def test_extension_for_an_assignment_not_in_the_gradebook_is_one_line_and_exit_2(tmp_path):
+    (tmp_path / "nbgrader_config.py").write_text(f"c = get_config()\nc.CourseDirectory.root = {str(tmp_path)!r}\n")
+    r = subprocess.run([sys.executable, "-m", "autograder", "extension", "nope", "alice", "--days", "1"], cwd=tmp_path,
+                       env=gc.env(), text=True, capture_output=True)
+    assert r.returncode == 2
+    assert r.stderr.strip().splitlines() == ["autograder: error: assignment 'nope' is not in the gradebook: "
+                                             "run `nbgrader generate_assignment nope` first"]
