@@ -64,7 +64,9 @@ class Course:
         home.mkdir(parents=True, exist_ok=True)
         cmd = [os.path.join(BIN, "nbgrader"), *args, f"--course={COURSE_ID}", f"--Exchange.root={self.root / 'exchange'}",
                f"--student={student}"]
-        r = subprocess.run(cmd, cwd=home, env=self.env(), text=True, capture_output=True)
+        # Each learner has their own account, so their own nbgrader cache of submissions (fetch_feedback reads it).
+        env = self.env() | {"JUPYTER_DATA_DIR": str(home / ".jupyter-data")}
+        r = subprocess.run(cmd, cwd=home, env=env, text=True, capture_output=True)
         assert r.returncode == 0, f"{args}: {r.stderr[-2000:]}"
         assert not re.search(r"not recognized|Unrecognized", r.stdout + r.stderr), r.stderr
         return r
