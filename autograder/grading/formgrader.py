@@ -26,8 +26,8 @@ def autograded_digest(path: Path) -> str | None:
 
 def autograded_untouched(record: dict[str, Any], path: Path) -> bool:
     """True when the autograded notebook is the very file this grader wrote (no Autograde button, no edit since)."""
-    recorded = record.get(AUTOGRADED_HASH)
-    return isinstance(recorded, str) and recorded == autograded_digest(path)
+    # a record from before this check has no hash: regrade once; None is recorded when no notebook was written
+    return AUTOGRADED_HASH in record and record[AUTOGRADED_HASH] == autograded_digest(path)
 
 
 def show_flags(gb: Gradebook, assignment: str, student: str, notebook: str, flags: list[str],
