@@ -7,8 +7,8 @@ import os
 import sys
 from collections.abc import Sequence
 
-from . import catalog, report
-from .check import Check, CheckResult, missing_targets, run_checks
+from . import __version__, checks, probes, report
+from .checks import NOT_IMPLEMENTED, Check, CheckResult, run_checks
 from .loader import UnreadableFile, load
 from .settings import Limits, Tolerance, load_config
 
@@ -25,6 +25,7 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     """The command line: `check PATH [--json]` and `grade ...`."""
     parser = _Parser(prog="python -m autograder", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"autograd-workbook {__version__}")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
     p = sub.add_parser("check", help="run the check catalog on a .py file or a notebook")
     p.add_argument("path", help="a .py file or an .ipynb notebook")
@@ -101,7 +102,8 @@ def grade_command(args: argparse.Namespace) -> int:
 
 def select_checks(ns: dict) -> list[Check]:
     """The spec's engine and net checks, plus the exercise checks whose names the file defines."""
-    return [c for c in catalog.CHECKS if c.group != "exercise" or not missing_targets(c, ns)]
+    return [c for c in checks.CHECKS
+            if c.group in ("engine", "net") or (c.group == "exercise" and not probes.missing(c.name, ns))]
 
 
 def check_file(path: str, config_path: str | None = None) -> list[CheckResult]:
@@ -113,7 +115,7 @@ def check_file(path: str, config_path: str | None = None) -> list[CheckResult]:
     if loaded.problems:
         note = "; ".join(loaded.problems[:3])
         for r in results:
-            if r.message.startswith("not implemented yet"):
+            if r.status == NOT_IMPLEMENTED:
                 r.message += f" (while loading: {note})"
     return results
 

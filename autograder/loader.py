@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .safe import captured_output, describe, time_limit
+from .probes.safe import captured_output, describe, time_limit
 
 SKIP_TAGS = frozenset({"demo", "plot", "test", "skip-import"})
 

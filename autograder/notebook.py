@@ -6,8 +6,8 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from . import catalog
-from .check import CheckResult, run_checks
+from . import checks
+from .checks import CheckResult, run_checks
 from .report import result_lines
 
 
@@ -28,7 +28,7 @@ def check(*names: str, hidden: bool = False, ns: Mapping[str, Any] | None = None
     """Run the named catalog checks on the caller's definitions; print ✓ lines, raise CheckFailed on any ✗."""
     if ns is None:
         ns = sys._getframe(1).f_globals
-    results = run_checks([catalog.get(n) for n in names], ns, hidden=hidden)
+    results = run_checks([checks.get(n) for n in names], ns, hidden=hidden)
     print(verdict_text(results, hidden))
     if not all(r.passed for r in results):
         raise CheckFailed(results)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from .check import CheckResult
+from .checks.base import CheckResult
 
 PASS, FAIL = "✓", "✗"
 

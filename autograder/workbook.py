@@ -14,10 +14,11 @@ from dataclasses import dataclass
 from typing import Any
 from xml.sax.saxutils import escape
 
-from . import catalog
-from .check import run_checks
+from . import checks
+from .checks import run_checks
+from .probes.graphs import walk_graph
+from .probes.safe import LearnerError, short_repr
 from .report import result_lines
-from .safe import LearnerError, short_repr
 
 # ---------------------------------------------------------------- grading mode
 
@@ -39,7 +40,7 @@ def summary(*names: str, ns: dict[str, Any] | None = None) -> None:
     """Print a ✓/✗ line for each named check on the caller's definitions, and a count; never raises."""
     if ns is None:
         ns = sys._getframe(1).f_globals
-    results = run_checks([catalog.get(n) for n in names], ns)
+    results = run_checks([checks.get(n) for n in names], ns)
     for r in results:
         print(result_lines(r)[0])
     done = sum(r.passed for r in results)
@@ -110,7 +111,7 @@ class GraphPicture:
 def _layout(root: Any) -> tuple[dict[str, _Box], list[tuple[str, str]]]:
     """Boxes for values and ops, with edges child -> op -> result; found by identity, never by __eq__."""
     try:
-        found, children = catalog.walk_graph(root, MAX_NODES)
+        found, children = walk_graph(root, MAX_NODES)
     except LearnerError as exc:
         raise LearnerError(f"cannot draw this graph (too big to read, or not a graph of Values): {exc}") from None
     nodes = {id(n): n for n in found}

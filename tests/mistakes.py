@@ -5,7 +5,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from autograder.check import CheckResult
+from autograder.checks import CheckResult
 from autograder.cli import check_file
 from autograder.loader import load
 
@@ -49,6 +49,7 @@ BFS_BACKWARD = '''    def backward(self):
                     seen.add(id(child))
                     queue.append(child)
 '''
+ADD_TAIL = "            other.grad += out.grad\n\n        out._backward = _backward\n        return out\n"
 DIV_VIA_POW = "    def __truediv__(self, other):\n        return self * other**-1\n"
 POSTORDER = "                for child in v._prev:\n                    build_topo(child)\n                topo.append(v)\n"
 PREORDER = "                topo.append(v)\n                for child in v._prev:\n                    build_topo(child)\n"
@@ -161,6 +162,28 @@ MISTAKES = [
          "before updating"),
     _one("train_never_backward", "train", "        loss.backward()\n", "", "expected losses"),
     _one("train_returns_nothing", "train", "    return losses", "    return None", "NoneType"),
+]
+
+# Slips of issue 10: each must fail at the check of its own method, with a hint.
+MISTAKES += [
+    _one("add_records_no_children", "Value.__add__", 'out = Value(self.data + other.data, (self, other), "+")',
+         "out = Value(self.data + other.data)", "graph cut"),
+    _one("mul_records_plus", "Value.__mul__", 'out = Value(self.data * other.data, (self, other), "*")',
+         'out = Value(self.data * other.data, (self, other), "+")', "_op = '*'"),
+    _one("add_uses_out_data", "Value.__add__", ADD_BWD, ADD_BWD.replace("out.grad", "out.data"), "out.data"),
+    _one("tanh_one_minus_t", "Value.tanh", "(1 - t**2)", "(1 - t)", "1 - t"),
+    _one("tanh_without_child", "Value.tanh", 'out = Value(t, (self,), "tanh")', 'out = Value(t, (), "tanh")',
+         "graph is cut"),
+    _one("div_inverted", "Value.__truediv__", DIV_VIA_POW, DIV_VIA_POW.replace("self * other**-1", "other * self**-1"),
+         "inverted"),
+    _one("add_leftover_raise", "Value.__add__", ADD_TAIL, ADD_TAIL.replace("return out", "raise NotImplementedError()\n        return out"),
+         "delete that line"),
+    _one("neuron_zero_init", "Neuron", "self.w = [Value(random.uniform(-1, 1)) for _ in range(nin)]",
+         "self.w = [Value(0.0) for _ in range(nin)]", "random"),
+    _one("neuron_graph_cut", "Neuron", "return sum((wi * xi for wi, xi in zip(self.w, x)), self.b).tanh()",
+         "return Value(math.tanh(sum((wi * xi for wi, xi in zip(self.w, x)), self.b).data))", "graph is cut"),
+    _one("mlp_layers_all_nin", "MLP", "Layer(sizes[i], sizes[i + 1])", "Layer(nin, sizes[i + 1])", "nin inputs"),
+    _one("train_ignores_lr", "train", "p.data -= lr * p.grad", "p.data -= 0.1 * p.grad", "lr argument"),
 ]
 
 BY_NAME = {m.name: m for m in MISTAKES}

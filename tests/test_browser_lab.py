@@ -31,7 +31,7 @@ IN_CI = os.environ.get("CI") == "true"
 TARGET_CHECK = "backward_accumulates"
 SOLUTION_MARKER = re.compile(r"^\s*### (BEGIN|END) SOLUTION\s*$")
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
 def _missing(reason: str) -> None:

@@ -34,7 +34,8 @@ def test_buggy_engine_exits_1_and_names_the_failure(tmp_path):
     path.write_text(BY_NAME["tanh_uses_input"].source())
     p = run("check", str(path))
     assert p.returncode == 1 and p.stderr == ""
-    assert "✗ tanh_backward: gradient of x in `out = x.tanh()" in p.stdout
+    assert "✗ tanh_backward: Value.tanh: out = a.tanh() with a = Value(" in p.stdout
+    assert "1 - t**2 with t = tanh(x), the OUTPUT" in p.stdout
 
 
 def test_json_output_matches_the_schema(tmp_path):
@@ -44,7 +45,8 @@ def test_json_output_matches_the_schema(tmp_path):
     assert p.returncode == 1
     doc = json.loads(p.stdout)
     assert set(doc) == {"score", "max_score", "checks"}
-    keys = {"name", "targets", "passed", "points", "max_points", "message"}
+    keys = {"name", "targets", "passed", "points", "max_points", "message", "status", "misconception", "culprit",
+            "same_as", "repro", "raised_in"}
     assert all(set(c) == keys for c in doc["checks"])
     assert all(isinstance(c["targets"], list) and all(isinstance(t, str) for t in c["targets"]) for c in doc["checks"])
     assert all(isinstance(c["passed"], bool) and isinstance(c["message"], str) for c in doc["checks"])

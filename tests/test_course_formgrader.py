@@ -89,8 +89,7 @@ def test_plain_autograde_over_our_grades_is_noticed_and_regraded_so_feedback_has
 
 @pytest.fixture(scope="module")
 def instructor_lab(chromium, course, tmp_path_factory):  # noqa: F811
-    """`./workbook instructor` (a copy beside the checkout's config, this venv) on 127.0.0.1, a free port, a token."""
-    shutil.copy(cf.ROOT / "workbook", course.repo / "workbook")
+    """The repository's `./workbook instructor` (its nbgrader_config.py, this venv) on the test's course directory."""
     home = tmp_path_factory.mktemp("jupyter-home")
     env = {**course.env(), "WORKBOOK_VENV": str(Path(cf.BIN).parent), "JUPYTER_CONFIG_DIR": str(home / "config"),
            "JUPYTER_DATA_DIR": str(home / "data"), "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
@@ -98,7 +97,7 @@ def instructor_lab(chromium, course, tmp_path_factory):  # noqa: F811
            "IPYTHONDIR": str(home / "ipython")}
     env.pop("NBGRADER_EXECUTION", None)
     port, token = free_port(), secrets.token_hex(16)
-    cmd = ["bash", str(course.repo / "workbook"), "instructor", "--no-browser", "--ServerApp.ip=127.0.0.1",
+    cmd = ["bash", str(cf.ROOT / "workbook"), "instructor", "--no-browser", "--ServerApp.ip=127.0.0.1",
            f"--ServerApp.port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}"]
     log = home / "lab.log"
     with log.open("w") as out:

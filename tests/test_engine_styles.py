@@ -2,8 +2,8 @@
 
 import pytest
 
-from autograder import catalog
-from autograder.check import run_checks
+from autograder import checks as catalog
+from autograder.checks import run_checks
 from autograder.cli import check_file
 from autograder.loader import load
 

@@ -2,8 +2,8 @@
 
 import pytest
 
-from autograder import catalog
-from autograder.check import run_check
+from autograder import checks as catalog
+from autograder.checks import run_check
 
 
 def outcome(name: str, ns: dict):

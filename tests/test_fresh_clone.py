@@ -14,10 +14,10 @@ import pytest
 from lab_server import free_port, stop, wait_until_served
 
 ROOT = Path(__file__).resolve().parent.parent
-# Set for the inner `./workbook test`, so that it runs the rest of the suite but not this test again (see conftest.py).
+# Set for the inner `./workbook test` runs: even a selection that includes this module skips it there (see conftest.py).
 INNER = "WORKBOOK_FRESH_CLONE_INNER"
 
-pytestmark = pytest.mark.fresh_clone
+pytestmark = [pytest.mark.fresh_clone, pytest.mark.slow]
 
 
 def clean_env() -> dict[str, str]:
@@ -93,16 +93,26 @@ def test_workbook_lab_serves_the_notebooks_from_a_fresh_clone(clone: Path, tmp_p
     assert (clone / ".venv" / "bin" / "python").exists()
 
 
-def test_workbook_test_passes_in_a_fresh_clone(clone: Path, tmp_path: Path):
-    log = tmp_path / "test.log"
-    env = clean_env() | {INNER: "1"}
+def workbook_test(clone: Path, log: Path, *pytest_args: str) -> str:
+    """`./workbook test PYTEST_ARGS` in the clone; its output, after asserting that it passed some tests."""
     with log.open("w") as out:
-        done = subprocess.run(["./workbook", "test"], cwd=clone, env=env, stdout=out, stderr=subprocess.STDOUT,
-                              timeout=900)
+        done = subprocess.run(["./workbook", "test", *pytest_args], cwd=clone, env=clean_env() | {INNER: "1"},
+                              stdout=out, stderr=subprocess.STDOUT, timeout=1200)
     text = log.read_text(errors="replace")
-    assert done.returncode == 0, f"./workbook test failed in the fresh clone (exit {done.returncode}):\n{tail(log)}"
+    assert done.returncode == 0, f"./workbook test {' '.join(pytest_args)} failed in the fresh clone (exit {done.returncode}):\n{tail(log)}"
     summary = text.strip().splitlines()[-1]
-    assert re.search(r"\d+ passed", summary), f"the inner run passed nothing: {summary}"
-    # The inner run skipped this module (no recursion) and said so; everything else ran.
-    assert "inside the fresh-clone test's own run" in text
-    print(f"inner ./workbook test: {summary}")
+    passed_cleanly = re.search(r"\d+ passed", summary) and not re.search(r"\d+ (failed|error)", summary)
+    assert passed_cleanly, f"the inner run did not pass cleanly: {summary}"
+    print(f"inner ./workbook test {' '.join(pytest_args)}: {summary}")
+    return text
+
+
+def test_workbook_test_passes_twice_in_a_fresh_clone(clone: Path, tmp_path: Path):
+    # The README's test command with the quick loop's selection (extra arguments go to pytest, as the README says):
+    # the outer suite already runs the slow, browser and fresh-clone tests, so the inner run does not repeat them.
+    first = workbook_test(clone, tmp_path / "first.log", "-m", "not slow and not browser and not fresh_clone")
+    assert "workbook: installing .[dev]" in first  # this run set the clone's venv up (with the dev extra)
+    assert re.search(r"\d+ deselected", first.strip().splitlines()[-1])
+    # Again, on one file: set-up is skipped (the stamp matches) and the tests still pass.
+    second = workbook_test(clone, tmp_path / "second.log", "tests/test_smoke.py")
+    assert "workbook: installing" not in second and "creating the virtual environment" not in second, second[:2000]

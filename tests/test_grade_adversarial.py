@@ -20,6 +20,8 @@ import pytest
 from adversarial import corpus
 from nbgrader.api import Gradebook
 
+pytestmark = pytest.mark.slow  # every test here grades a course built by nbgrader: minutes, not seconds
+
 ROOT = Path(__file__).resolve().parent.parent
 BIN = str(Path(sys.executable).parent)
 NOTEBOOKS = sorted(p.stem for p in corpus.SOURCE.glob("*.ipynb"))

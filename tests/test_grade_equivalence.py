@@ -9,6 +9,8 @@ import shutil
 import grading_corpus as gc
 import pytest
 
+pytestmark = pytest.mark.slow  # every test here grades a course built by nbgrader: minutes, not seconds
+
 
 @pytest.fixture(scope="module")
 def courses(tmp_path_factory):

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from autograder import safe
 from autograder.grading.runner import nudge
 from autograder.grading.worker import OutputLimitExceeded, Outputs, _Stream
+from autograder.probes import safe
 
 
 class AlwaysEqual:

@@ -14,6 +14,8 @@ import pytest
 
 from autograder.grading.store import LOCK_FILE, course_lock
 
+pytestmark = pytest.mark.slow  # every test here grades a course built by nbgrader: minutes, not seconds
+
 STUDENTS = {"correct_a": 7, "mul_no_swap": 4, "relerr_min": 5, "no_seed": 4, "correct_iterative": 7, "forward_difference": 6}
 
 

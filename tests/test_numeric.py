@@ -6,8 +6,8 @@ import random
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from autograder.numeric import Estimate, generic_inputs, grad_close, gradient, partial_derivative
 from autograder.settings import Tolerance
+from autograder.truth.numeric import Estimate, generic_inputs, grad_close, gradient, partial_derivative
 
 TOL = Tolerance()
 

@@ -1,6 +1,6 @@
 """The package imports and the reference engine earns full marks."""
 
-from autograder import catalog
+from autograder import checks as catalog
 from autograder.cli import check_file
 
 

@@ -3,8 +3,8 @@
 import pytest
 from conftest import ENGINES
 
-from autograder import catalog
-from autograder.check import run_check, run_checks
+from autograder import checks as catalog
+from autograder.checks import run_check, run_checks
 from autograder.settings import Limits
 
 # A time-limit alarm that lands in a gc callback (hypothesis installs one) is reported by Python as "unraisable";
@@ -68,7 +68,8 @@ def test_grad_that_is_not_a_number_fails_with_its_type(value, says):
 
 def test_junk_grad_inside_the_graph_names_the_failing_operation():
     message = failure("mul_backward", GRAD_AFTER_MUL.format(value="'0.5'"))
-    assert "TypeError" in message and "in Value.__mul__.<locals>._backward" in message
+    # tested alone, __mul__'s _backward is caught leaving a str in a.grad
+    assert "Value.__mul__" in message and "a.grad is a str ('0.5')" in message
 
 
 LIAR = '''
@@ -87,13 +88,13 @@ class Liar(float):
 
 def test_float_subclass_that_lies_is_read_by_its_stored_value():
     message = failure("mul_backward", LIAR + GRAD_AFTER_MUL.format(value="Liar(0.0)"))
-    assert "got 0" in message and "expected" in message
+    assert "got a.grad = 0," in message and "expected" in message
 
 
 def test_int_subclass_that_lies_is_read_by_its_stored_value():
     patch = "class Lying(int):\n    def __index__(self): return 7\n    def __float__(self): return 7.0\n"
     message = failure("mul_backward", patch + GRAD_AFTER_MUL.format(value="Lying(0)"))
-    assert "got 0" in message
+    assert "got a.grad = 0," in message
 
 
 def test_data_of_huge_int_fails_instead_of_overflowing():

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.safe import LearnerError
+from autograder.probes.safe import LearnerError
 from autograder.workbook import draw_graph
 
 SVG = "{http://www.w3.org/2000/svg}"

@@ -21,7 +21,7 @@ import pytest
 from grading_corpus import WORKBOOK_MISTAKES, submit_workbook_with_mistakes
 from nbclient import NotebookClient
 
-from autograder import catalog
+from autograder import checks as catalog
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "solutions" / "workbook"
@@ -123,6 +123,7 @@ def test_there_are_six_notebooks_in_order():
     assert sorted(p.stem for p in RELEASE.glob("*.ipynb")) == NAMES
 
 
+@pytest.mark.slow
 def test_committed_learner_notebooks_equal_what_generate_assignment_produces(graded):
     for name in NAMES:
         fresh = (graded.release / f"{name}.ipynb").read_text(encoding="utf-8")
@@ -130,18 +131,21 @@ def test_committed_learner_notebooks_equal_what_generate_assignment_produces(gra
         assert fresh == committed, f"notebooks/workbook/{name}.ipynb is stale: run nbgrader generate_assignment (see README)"
 
 
+@pytest.mark.slow
 def test_solution_notebooks_earn_full_marks(graded):
     for name, grades in scores(graded, "solution").items():
         assert grades, f"{name} has no grade cells"
         assert {g: s for g, (s, m) in grades.items() if s != m} == {}, name
 
 
+@pytest.mark.slow
 def test_untouched_learner_notebooks_earn_zero_in_every_grade_cell(graded):
     for name, grades in scores(graded, "blank").items():
         assert {g: s for g, (s, m) in grades.items() if s != 0} == {}, name
         assert all(m > 0 for _, m in grades.values()), name
 
 
+@pytest.mark.slow
 def test_mistaken_notebooks_lose_exactly_the_grade_cells_of_their_mistakes(graded):
     lost = {(name, g) for name, grades in scores(graded, "mistaken").items() for g, (s, m) in grades.items() if s != m}
     assert {name for name, _ in lost} == {name.removesuffix(".ipynb") for name in WORKBOOK_MISTAKES}
@@ -149,11 +153,13 @@ def test_mistaken_notebooks_lose_exactly_the_grade_cells_of_their_mistakes(grade
     assert kept, "the mistakes should cost some grade cells, not all"
 
 
+@pytest.mark.slow
 def test_batch_grader_gives_every_workbook_grade_cell_the_same_score_as_plain_nbgrader(graded):
     for student in ("solution", "blank", "mistaken"):
         assert scores(graded, student, graded.ours) == scores(graded, student), student
 
 
+@pytest.mark.slow
 def test_solution_notebooks_run_top_to_bottom_without_error_or_grade_cell_stderr(graded):
     for name in NAMES:
         for i, cell in enumerate(autograded(graded, "solution", name).cells):
@@ -163,6 +169,7 @@ def test_solution_notebooks_run_top_to_bottom_without_error_or_grade_cell_stderr
                 assert "✓" in "".join(o.get("text", "") for o in cell.outputs), f"{name} cell {i} printed no ✓"
 
 
+@pytest.mark.slow
 def test_learner_notebooks_fail_only_with_not_implemented_and_every_check_fails(graded):
     for name in NAMES:
         nb = autograded(graded, "blank", name)
@@ -214,6 +221,7 @@ def test_grade_cells_hold_only_check_calls_with_catalog_names():
                 assert all(k.arg == "hidden" and k.value.value is True for k in call.keywords), ast.unparse(call)
 
 
+@pytest.mark.slow
 def test_solution_notebooks_under_autograde_timing_is_reported(graded, record_property):
     # Measured, never asserted (the budget is 30 s per notebook on 2 cores).
     assert set(graded.seconds) == set(NAMES)
@@ -222,6 +230,7 @@ def test_solution_notebooks_under_autograde_timing_is_reported(graded, record_pr
     print("autograde seconds per solution notebook:", {k: round(v, 1) for k, v in graded.seconds.items()})
 
 
+@pytest.mark.slow
 def test_solution_notebooks_run_interactively_without_error():
     # As a learner runs them: NBGRADER_EXECUTION unset, so demos train for real (progress bar, plots).
     env_before = os.environ.pop("NBGRADER_EXECUTION", None)

@@ -20,7 +20,7 @@ from traitlets.config import Config
 
 from .. import __version__
 from ..settings import BatchGrading, Limits, Tolerance
-from . import runner
+from . import class_report, runner
 from .formgrader import AUTOGRADED_HASH, autograded_digest, autograded_untouched, show_flags
 from .late import apply_late_penalties
 from .other_files import copy_other_files
@@ -45,6 +45,9 @@ class Item:
         return f"{self.student}/{self.notebook}"
 
 
+GRADED, SKIPPED, NOT_GRADED = "graded", "skipped (unchanged)", "not graded"  # Row.status, compared whole
+
+
 @dataclass
 class Row:
     """A line of the summary table and of the CSV."""
@@ -53,9 +56,10 @@ class Row:
     notebook: str
     score: float
     max_score: float
-    status: str  # graded | skipped (unchanged) | not graded
+    status: str  # GRADED | SKIPPED | NOT_GRADED
     flags: list[str] = field(default_factory=list)  # suspected cheating, for the instructor to review
     reason: str = ""  # why it could not be graded, or what the grader noticed (limits hit, cells missing...)
+    misconceptions: list[str] = field(default_factory=list)  # ids of the likely mistakes (the class report counts them)
 
 
 @dataclass
@@ -180,8 +184,9 @@ def run(options: Options) -> list[Row]:
                 old = state.get(State.key(options.assignment, student, name))
                 if (old and old.get("fingerprint") == fp and not options.force
                         and autograded_untouched(old, course.autograded(student, options.assignment) / f"{name}.ipynb")):
-                    rows.append(Row(student, name, old.get("score", 0.0), old.get("max_score", 0.0), "skipped (unchanged)",
-                                    list(old.get("flags", [])), old.get("reason", "")))
+                    rows.append(Row(student, name, old.get("score", 0.0), old.get("max_score", 0.0), SKIPPED,
+                                    list(old.get("flags", [])), old.get("reason", ""),
+                                    [str(m) for m in old.get("misconceptions", [])][:100]))
                 else:
                     todo.append((item, fp))
         rows += _grade_all(todo, spec, course, options, limits, tolerance, jobs, state)
@@ -191,6 +196,7 @@ def run(options: Options) -> list[Row]:
     if options.csv_path is not None:  # "" (a bare --csv): the course folder, where the rest of the course's files are
         csv_path = options.csv_path or str(course.root / f"{options.assignment}-summary.csv")
         write_csv(rows, csv_path, options.assignment, keep_other_students=bool(options.students))
+    class_report.write(course.root, options.assignment, rows)
     return rows
 
 
@@ -251,12 +257,13 @@ def _store(gb: Gradebook, course: Course, assignment: str, item: Item, fp: str, 
         (out_dir / "timestamp.txt").write_bytes(stamp.read_bytes())
     record_grades(gb, assignment, item.student, item.notebook, graded, timestamp)
     show_flags(gb, assignment, item.student, item.notebook, graded.flags, state.get(State.key(assignment, item.student, item.notebook)))
-    status = "graded" if graded.ran else "not graded"
+    status = GRADED if graded.ran else NOT_GRADED
     reason = "; ".join(dict.fromkeys(x for x in [graded.reason, *graded.notes] if x))
-    row = Row(item.student, item.notebook, graded.score, graded.max_score, status, graded.flags, reason)
+    row = Row(item.student, item.notebook, graded.score, graded.max_score, status, graded.flags, reason,
+              graded.misconceptions)
     state.put(State.key(assignment, item.student, item.notebook),
               {"fingerprint": fp, "score": row.score, "max_score": row.max_score, "flags": row.flags, "reason": row.reason,
-               AUTOGRADED_HASH: autograded_digest(out_dir / f"{item.notebook}.ipynb")})
+               "misconceptions": row.misconceptions, AUTOGRADED_HASH: autograded_digest(out_dir / f"{item.notebook}.ipynb")})
     return row
 
 
@@ -269,8 +276,8 @@ def summary(rows: list[Row]) -> str:
     widths = [max(len(x[i]) for x in [head, *lines]) for i in range(4)]
     fmt = "  ".join(f"{{:{'>' if i in (2, 3) else '<'}{w}}}" for i, w in enumerate(widths)) + "  {}"
     out = [fmt.format(*head), *(fmt.format(*ln) for ln in lines)]
-    graded = sum(r.status == "graded" for r in rows)
-    skipped = sum(r.status.startswith("skipped") for r in rows)
+    graded = sum(r.status == GRADED for r in rows)
+    skipped = sum(r.status == SKIPPED for r in rows)
     flagged = sum(bool(r.flags) for r in rows)
     out.append(f"{len(rows)} notebooks: {graded} graded, {skipped} unchanged (skipped), {len(rows) - graded - skipped} not gradable"
                + (f"; {flagged} FLAGGED for review" if flagged else ""))

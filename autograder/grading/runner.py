@@ -19,8 +19,8 @@ import nbformat
 from nbformat import NotebookNode, from_dict
 from nbgrader import utils as nbutils
 
-from .. import catalog
-from ..check import CheckResult, judge_check
+from .. import checks as catalog
+from ..checks import NOT_IMPLEMENTED, CheckResult, judge_checks
 from ..notebook import CheckFailed, verdict_text
 from ..settings import Limits, Tolerance
 from .sanitize import Sanitized, redact_hidden_tests
@@ -49,6 +49,7 @@ class Graded:
     reason: str = ""  # why some or all cells could not be graded normally
     ran: bool = True  # False: nothing of the notebook ran (unreadable, or the worker died at once)
     notes: list[str] = field(default_factory=list)  # what else happened (limits hit, cells missing or moved)
+    misconceptions: list[str] = field(default_factory=list)  # ids behind the failed checks, for the class report
 
     @property
     def score(self) -> float:
@@ -212,23 +213,34 @@ def grade_check_call(session: Session, names: tuple[str, ...], hidden: bool, tol
             return _as_obs(reply)
         return ask
 
-    def judged(check: Any, hide: bool) -> CheckResult:
+    class WorkerProber:
+        """Observations from the worker (see checks.run.Prober)."""
+
+        def missing(self, name: str) -> list[str]:
+            return missing(name)()
+
+        def observe(self, name: str, case: dict[str, Any]) -> dict[str, Any]:
+            return observe(name)(case)
+
+    def judged_all(checks: list[Any], hide: bool) -> list[CheckResult]:
         try:
-            return judge_check(check, hide, tolerance, missing(check.name), observe(check.name))
+            return judge_checks(checks, hide, tolerance, WorkerProber(), get=catalog.get)
         except Stopped:
             raise
         except Exception as exc:  # a judge fed numbers of the wrong shape: only a tampered worker sends those
-            return CheckResult(check.name, check.targets, False, 0.0, check.points,
-                               f"the learner's process returned malformed data ({type(exc).__name__})")
+            return [CheckResult(c.name, c.targets, False, 0.0, c.points,
+                                f"the learner's process returned malformed data ({type(exc).__name__})", "error")
+                    for c in checks]
 
-    results = []
-    for name in names:
+    def judged(check: Any, hide: bool) -> CheckResult:
+        return judged_all([check], hide)[0]
+
+    results = judged_all([catalog.get(name) for name in names], hidden)
+    for name, result in zip(names, results):
         check = catalog.get(name)
-        result = judged(check, hidden)
-        results.append(result)
         if not hidden and result.passed:
             visible_passed.add(name)
-        elif hidden and not result.passed and name in visible_passed and not result.message.startswith("not implemented"):
+        elif hidden and not result.passed and name in visible_passed and result.status != NOT_IMPLEMENTED:
             cases = check.make_cases(False)
             moved = nudge(cases)
             if moved != cases and judged(check, False).passed:
@@ -316,6 +328,7 @@ def execute(sanitized: Sanitized, spec: NotebookSpec, limits: Limits, tolerance:
     workdir = tempfile.mkdtemp(prefix="autograder-")
     reason = ""
     visible_passed: set[str] = set()
+    misconceptions: list[str] = []
     try:
         if files_from is not None:
             _copy_files(files_from, Path(workdir))
@@ -347,6 +360,7 @@ def execute(sanitized: Sanitized, spec: NotebookSpec, limits: Limits, tolerance:
                 for call in src.calls or ():
                     results = grade_check_call(session, call.names, call.hidden, tolerance, found, visible_passed)
                     outputs += check_outputs(results, call.hidden)
+                    misconceptions[:] = dict.fromkeys([*misconceptions, *(r.misconception for r in results if r.misconception)])
                     if not all(r.passed for r in results):
                         break  # CheckFailed ends the cell, as in a kernel
                 session.send({"op": "resume"})
@@ -378,6 +392,7 @@ def execute(sanitized: Sanitized, spec: NotebookSpec, limits: Limits, tolerance:
         shutil.rmtree(workdir, ignore_errors=True)
     graded = score(nb, spec, flags, reason)
     graded.notes = notes
+    graded.misconceptions = misconceptions
     annotate(nb, flags, notes)
     return graded
 

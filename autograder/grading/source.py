@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from nbgrader.api import Gradebook, MissingEntry
 
-from .. import catalog
+from .. import checks as catalog
 
 
 class GradingError(Exception):

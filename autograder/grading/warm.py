@@ -11,15 +11,11 @@ import matplotlib.pyplot  # noqa: F401  (the inline backend itself loads in the 
 import numpy  # noqa: F401
 import tqdm
 
-import autograder.catalog
-import autograder.check
-import autograder.expressions
+import autograder.checks
 import autograder.grading.worker
-import autograder.net_reference
 import autograder.notebook
-import autograder.numeric
+import autograder.probes
 import autograder.report
-import autograder.safe
 import autograder.settings
 import autograder.workbook  # noqa: F401
 

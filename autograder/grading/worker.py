@@ -255,17 +255,16 @@ def run_cell(shell: Any, outputs: Outputs, source: str, timeout: float) -> None:
 class ProbeKit:
     """The grader's probe functions, taken before any learner code runs (so patching the modules later misses them)."""
 
-    checks: dict[str, Any]
-    missing_targets: Any
+    missing: Any
     observe: Any
     suspicions: list[str]
 
     @classmethod
     def take(cls) -> ProbeKit:
-        from autograder import catalog, safe
-        from autograder.check import missing_targets, observe
+        from autograder import probes
+        from autograder.probes import safe
 
-        return cls(dict(catalog.BY_NAME), missing_targets, observe, safe.SUSPICIONS)
+        return cls(probes.missing, probes.observe, safe.SUSPICIONS)
 
     def drain(self) -> list[str]:
         """What read_number caught lying since the last call."""
@@ -331,21 +330,21 @@ class Guard:
 
 def answer_checks(conn: Connection, shell: Any, limits: Any, kit: ProbeKit, guard: Guard) -> None:
     """Serve the grader's requests at a grade cell until it says resume; then report any tampering by the probes' calls."""
-    missing_targets, observe = kit.missing_targets, kit.observe
+    missing, observe = kit.missing, kit.observe
     while True:
         request = json.loads(conn.recv_bytes())
         op = request.get("op")
         if op == "resume":
             _send(conn, {"op": "resumed", "tampered": guard.changes()})
             return
-        check = kit.checks[request["check"]]
+        name = request["check"]
         if op == "missing":
-            _send(conn, {"missing": missing_targets(check, shell.user_ns)})
+            _send(conn, {"missing": missing(name, shell.user_ns)})
         elif op == "observe":
             old_limit = sys.getrecursionlimit()
             kit.drain()
             try:
-                observation = observe(check, shell.user_ns, request["case"], limits)
+                observation = observe(name, shell.user_ns, request["case"], limits.check_timeout)
             finally:
                 sys.setrecursionlimit(old_limit)
             _send(conn, {"observation": observation, "suspect": kit.drain()})

@@ -146,7 +146,7 @@ def edited_test() -> nbformat.NotebookNode:
 
 def hard_coded() -> nbformat.NotebookNode:
     """`+` answers from a table of the visible check's inputs (built by recording them), 0 elsewhere."""
-    from autograder import catalog
+    from autograder import checks, probes
 
     table: dict[tuple[float, float], float] = {}
 
@@ -158,9 +158,8 @@ def hard_coded() -> nbformat.NotebookNode:
             table[(self.data, other.data)] = self.data + other.data
             return Recorder(self.data + other.data)
 
-    check = catalog.get("add_forward")
-    for case in check.make_cases(False):
-        check.probe({"Value": Recorder}, case)
+    for case in checks.get("add_forward").make_cases(False):
+        probes.observe("add_forward", {"Value": Recorder}, case)
     code = (f"ANSWERS = {table!r}\n\n\ndef __add__(self, other):\n"
             "    return Value(ANSWERS.get((self.data, other.data), 0.0), (self, other), \"+\")\n\n\nValue.__add__ = __add__")
     cell(nb := solved(), "ex_02_add").source = code
@@ -197,7 +196,7 @@ LYING_FLOAT = '''class Exactly(float):
 for node in (L, f, d, c, e, b, a):
     node.grad = Exactly(0.0)'''
 
-PATCH_CHECK = '''import autograder.check
+PATCH_CHECK = '''import autograder.checks.run
 import autograder.notebook
 
 
@@ -206,13 +205,13 @@ def check(*names, **options):
 
 
 autograder.notebook.check = check
-autograder.check.judge_check = lambda *args, **kwargs: None'''
+autograder.checks.run.judge_checks = lambda *args, **kwargs: []'''
 
-PATCH_MODULES = '''import autograder.numeric
-import autograder.safe
+PATCH_MODULES = '''import autograder.probes.safe
+import autograder.truth.numeric
 
-autograder.safe.read_number = lambda obj, what: 1.0
-autograder.numeric.grad_close = lambda *args, **kwargs: True'''
+autograder.probes.safe.read_number = lambda obj, what: 1.0
+autograder.truth.numeric.grad_close = lambda *args, **kwargs: True'''
 
 PATCH_BUILTINS = '''import builtins
 import math
@@ -221,8 +220,8 @@ builtins.abs = lambda x: 0.0
 math.isclose = lambda *args, **kwargs: True'''
 
 PATCH_IN_PROBE = '''def __mul__(self, other):
-    import autograder.safe
-    autograder.safe.read_number = lambda obj, what: 0.0  # patched while the grader's probe calls this
+    import autograder.probes.safe
+    autograder.probes.safe.read_number = lambda obj, what: 0.0  # patched while the grader's probe calls this
     return Value(self.data * other.data, (self, other), "*")
 
 
@@ -307,7 +306,7 @@ CASES: dict[str, Case] = {
     "patch_check": Case(lambda: append(replace(solved(), "ex_02_mul", "self.data * other.data", "self.data + other.data"),
                                        "ex_02_add", PATCH_CHECK), scores(1, 0, 0, 0), "tampered with the grader", "check (rebound"),
     "patch_modules": Case(lambda: append(solved(), "ex_02_add", PATCH_MODULES), scores(1, 0, 0, 0), "tampered with the grader",
-                          "autograder.safe.read_number"),
+                          "autograder.probes.safe.read_number"),
     "patch_builtins": Case(lambda: append(solved(), "ex_02_value_class", PATCH_BUILTINS), ZERO, "tampered with the grader", "builtins.abs"),
     "patch_in_probe": Case(lambda: _set(solved(), "ex_02_mul", PATCH_IN_PROBE), scores(1, 1, 0, 0), "tampered with the grader",
                            "called by the checks of cell"),

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import functools
 import math
-import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+
+from ..probes.graphs import compile_expression  # the same text runs on the learner's Values
 
 
 class Num(float):
@@ -61,7 +62,7 @@ class Expr:
     low: float = 0.3
     high: float = 2.5
     tied: bool = False  # every leaf gets the same data (distinct nodes, equal values)
-    hint: str = ""  # the likely misconception when this graph fails and the numbers match no known mistake
+    misconception: str | None = None  # the likely mistake when this graph fails and the numbers match no known one
 
     @property
     def source(self) -> str:
@@ -74,10 +75,7 @@ class Expr:
     @functools.cached_property
     def function(self) -> Callable[..., object]:
         """The expression as a Python function of its leaves."""
-        code = f"def _f({', '.join(self.params)}):\n{textwrap.indent(self.source, '    ')}\n    return out\n"
-        scope: dict[str, object] = {}
-        exec(compile(code, f"<expression {self.body!r}>", "exec"), scope)
-        return scope["_f"]  # type: ignore[return-value]
+        return compile_expression(self.params, self.source)
 
     def reference(self, *xs: float) -> float:
         """The grader's own float value of the expression."""

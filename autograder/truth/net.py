@@ -6,7 +6,7 @@ import math
 import random
 from collections.abc import Sequence
 
-from .numeric import gradient
+from .numeric import central_difference, gradient
 
 
 def parameter_count(nin: int, nouts: Sequence[int]) -> int:
@@ -60,14 +60,23 @@ def descend(
     steps: int,
     lr: float,
     mistake: str | None = None,
+    quick: bool = False,
 ) -> list[float]:
-    """Losses recorded by plain gradient descent (or by one of the known wrong versions of it)."""
+    """Losses recorded by plain gradient descent (or by one of the known wrong versions of it).
+
+    `quick` takes one central difference per parameter instead of the Richardson estimate: about 1e-9 off, enough
+    to recognise a known wrong version, and four times faster.
+    """
     w = list(weights)
     acc = [0.0] * len(w)
     losses = []
     for _ in range(steps):
         loss = mse(w, nin, nouts, xs, ys)
-        g = [e.value for e in gradient(lambda *p: mse(p, nin, nouts, xs, ys), w)]
+        f = lambda *p: mse(p, nin, nouts, xs, ys)  # noqa: E731
+        if quick:
+            g = [central_difference(f, w, i, 1e-6 * max(1.0, abs(wi))) for i, wi in enumerate(w)]
+        else:
+            g = [e.value for e in gradient(f, w)]
         if mistake == "no_zero_grad":
             acc = [a + gi for a, gi in zip(acc, g)]
             g = acc

@@ -1,0 +1,109 @@
+"""What a check is and what it reports: cases made here, observed next to the learner's code, judged here."""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from ..settings import Tolerance
+
+Case = dict[str, Any]
+Observation = dict[str, Any]
+
+PASSED, FAILED, NOT_IMPLEMENTED, ERROR = "passed", "failed", "not_implemented", "error"
+STATUSES = (PASSED, FAILED, NOT_IMPLEMENTED, ERROR)
+
+
+@dataclass
+class CheckResult:
+    """The outcome of one check, as the CLI, the notebooks and the gradebook see it.
+
+    `status` is passed, failed (wrong answer), not_implemented (a stub, or a target not defined) or error (the
+    learner's code raised or timed out); `misconception` the id of the likely mistake (see messages.MISCONCEPTIONS);
+    `culprit` the method a failure was pinned on by testing it alone; `same_as` the check whose diagnosis this one
+    points to (set when the culprit is not this check's own method).
+    """
+
+    name: str
+    targets: tuple[str, ...]
+    passed: bool
+    points: float
+    max_points: float
+    message: str
+    status: str = PASSED
+    misconception: str | None = None
+    culprit: str | None = None
+    same_as: str | None = None
+    repro: str = ""  # the reproduce block (also at the end of the message)
+    raised_in: str | None = None  # the learner function that raised, when the learner's code raised
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict with the documented keys."""
+        d = asdict(self)
+        d["targets"] = list(self.targets)
+        return d
+
+
+@dataclass(frozen=True)
+class Failure:
+    """Why a case failed: the message's first line(s), the misconception id and the reproduce block."""
+
+    what: str
+    misconception: str | None = None
+    name: str = ""  # the variable the misconception's sentence speaks of
+    repro: str = ""
+    status: str = FAILED
+    method: str | None = None  # the learner method this failure is certainly in, if known
+
+    def message(self) -> str:
+        """The whole diagnosis: what, the hint sentence, the lines that reproduce it."""
+        from .messages import hint_line
+
+        return self.what + hint_line(self.misconception, self.name) + self.repro
+
+
+Judge = Callable[[Case, Observation, Tolerance], "Failure | None"]
+
+
+@dataclass(frozen=True)
+class Check:
+    """One class of learner mistakes, exposed by graphs built fresh for every case.
+
+    `cases` returns self-contained JSON cases (never the answers), each naming the probe that observes it;
+    the probe (autograder.probes) runs next to the learner's code; `judge` runs here and returns None or a Failure.
+    `isolate` names checks of single methods this one runs through: when this one fails, the first of them that
+    fails is the culprit. `owns` are the methods of this check's own exercise (a culprit among them is reported in
+    full; any other as "needs X to pass first"). `prerequisites` are exercises this one can only be tested through.
+    """
+
+    name: str
+    targets: tuple[str, ...]
+    description: str
+    cases: Callable[[random.Random, bool], list[Case]]
+    judge: Judge
+    points: float = 1.0
+    group: str = "engine"  # engine and net checks make up the spec; exercise checks belong to one notebook
+    isolate: tuple[str, ...] = ()
+    owns: tuple[str, ...] | None = None
+    prerequisites: tuple[str, ...] = ()
+    during: Callable[[Case], str] | None = field(default=None, compare=False)  # what ran, when learner code raised
+    tags: tuple[str, ...] = field(default=())
+
+    @property
+    def own_methods(self) -> tuple[str, ...]:
+        """The methods a failure of this check is reported against in full."""
+        return self.targets if self.owns is None else self.owns
+
+    def make_cases(self, hidden: bool = False, secret: bytes | str | None = None) -> list[Case]:
+        """The cases for the visible check, or other inputs (and more of them) for the hidden one.
+
+        A per-course `secret` makes hidden cases unpredictable from the package; None keeps the package's own.
+        """
+        seed: str | int = f"{self.name}/{'hidden' if hidden else 'visible'}"
+        if hidden and secret is not None:
+            key = secret.encode() if isinstance(secret, str) else bytes(secret)
+            seed = int.from_bytes(hashlib.sha256(key + b"\0" + str(seed).encode()).digest()[:16], "big")
+        return self.cases(random.Random(seed), hidden)

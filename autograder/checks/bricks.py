@@ -1,0 +1,115 @@
+"""The bricks: tanh, exp, **, -, /, numbers on either side (notebook 4)."""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable
+
+from ..truth.expressions import Expr
+from .base import Case, Check
+from .common import (
+    BWD,
+    EXP,
+    EXPRESSIONS,
+    GRADIENT_MISTAKES,
+    POW,
+    TANH,
+    VALUE_MISTAKES,
+    V,
+    expression_check,
+    judge_node,
+    node_case,
+    node_during,
+    register,
+)
+from .engine import ENGINE
+
+EXPRESSIONS.update({
+    # tanh
+    "tanh": Expr(("x",), "x.tanh()", upstream=3.0, exact=lambda x: (3 * (1 - math.tanh(x) ** 2),)),
+    "tanh_mul": Expr(("a", "b"), "(a * b).tanh()", high=1.5),
+    "tanh_twice": Expr(("x",), "t = x.tanh()\nout = t * t + t", misconception="backward.topological_order"),
+    "skip_tanh": Expr(("x",), "y = x.tanh()\nout = y + (y * 2.5) * 1.5", misconception="backward.topological_order"),
+    # exp
+    "exp": Expr(("x",), "x.exp()", upstream=3.0, exact=lambda x: (3 * math.exp(x),)),
+    "exp_mul": Expr(("a", "b"), "(a * b).exp()", high=1.5),
+    # pow
+    "square": Expr(("a",), "a ** 2", upstream=3.0, exact=lambda a: (6 * a,)),
+    "cube": Expr(("a",), "a ** 3", exact=lambda a: (3 * a * a,)),
+    "inverse": Expr(("a",), "a ** -1", exact=lambda a: (-1 / (a * a),)),
+    "sqrt": Expr(("a",), "(a * a) ** 0.5", exact=lambda a: (math.copysign(1.0, a),)),
+    # neg, sub, div
+    "neg": Expr(("a",), "-a", upstream=3.0, exact=lambda a: (-3.0,)),
+    "sub": Expr(("a", "b"), "a - b", upstream=3.0, exact=lambda a, b: (3.0, -3.0)),
+    "sub_self": Expr(("a", "b"), "a * b - a", exact=lambda a, b: (b - 1, a)),
+    "div": Expr(("a", "b"), "a / b", upstream=3.0, exact=lambda a, b: (3 / b, -3 * a / (b * b))),
+    "div_self": Expr(("a", "b"), "(a + b) / a"),
+    # numbers on either side
+    "radd": Expr(("a",), "1 + a", upstream=3.0, exact=lambda a: (3.0,)),
+    "add_number": Expr(("a",), "a + 1", exact=lambda a: (1.0,)),
+    "rmul": Expr(("a",), "2 * a", upstream=3.0, exact=lambda a: (6.0,)),
+    "mul_number": Expr(("a",), "a * 2", exact=lambda a: (2.0,)),
+    "sum": Expr(("a", "b"), "sum([a, b, a * b])", exact=lambda a, b: (1 + b, 1 + a)),
+    "rsub": Expr(("a",), "1 - a", upstream=3.0, exact=lambda a: (-3.0,)),
+    "rsub_mul": Expr(("a", "b"), "2.5 - a * b", exact=lambda a, b: (-b, -a)),
+    "sub_number": Expr(("a",), "a - 1.5", exact=lambda a: (1.0,)),
+    "rdiv": Expr(("a", "b"), "(a * b) / 2.0", exact=lambda a, b: (b / 2, a / 2)),
+    # a neuron-sized graph with every brick
+    "bricks": Expr(("a", "b", "c"), "n = a * b + c\nout = (2 * n).exp() / ((2 * n).exp() + 1) - 0.5 * n ** 2", high=1.2),
+})
+
+GRADIENT_MISTAKES.update({
+    "tanh": [
+        ("tanh.uses_input", lambda x: (3 * (1 - x * x),)),
+        ("tanh.drops_one_minus", lambda x: (3 * math.tanh(x) ** 2,)),
+        ("tanh.one_minus_t", lambda x: (3 * (1 - math.tanh(x)),)),
+    ],
+    "exp": [("exp.derivative_is_input", lambda x: (3 * x,))],
+    "square": [("pow.derivative_keeps_power", lambda a: (3 * 2 * a * a,))],
+    "div": [("div.wrong_sign", lambda a, b: (3 / b, 3 * a / (b * b)))],
+})
+VALUE_MISTAKES.update({
+    "div": [("div.operands_inverted", lambda a, b: 3.0 * b / a)],
+    "div_self": [("div.operands_inverted", lambda a, b: a / (a + b))],
+})
+
+
+def unary_local_cases(op: str, k: float | None = None) -> Callable[[random.Random, bool], list[Case]]:
+    """The node alone: structure, then preset grads and one out._backward() call."""
+
+    def cases(rng: random.Random, hidden: bool) -> list[Case]:
+        return [node_case(op, rng, local=True, k=k) for _ in range(2 if hidden else 1)]
+
+    return cases
+
+
+TANH_LOCAL = register(Check("tanh_local", (TANH,), "tanh alone: a node with x as its child, local derivative 1 - t**2",
+                            unary_local_cases("tanh"), judge_node, group="isolated", during=node_during))
+EXP_LOCAL = register(Check("exp_local", (EXP,), "exp alone: a node with x as its child, local derivative exp(x)",
+                           unary_local_cases("exp"), judge_node, group="isolated", during=node_during))
+POW_LOCAL = register(Check("pow_local", (POW,), "** alone: a node with x as its child, local derivative n * x**(n-1)",
+                           unary_local_cases("**", 3), judge_node, group="isolated", during=node_during))
+
+
+def bricks_check(name: str, targets: tuple[str, ...], description: str, keys: list[str], own: tuple[str, ...] = (),
+                 points: float = 1.0) -> Check:
+    """An expression check of notebook 4: its own brick tested alone first, then the engine it is built on."""
+    return register(expression_check(name, targets, description, keys, points=points, isolate=(*own, *ENGINE),
+                                     owns=tuple(t for t in targets if t != BWD)))
+
+
+bricks_check("tanh_backward", (TANH, BWD), "tanh: forward, and local derivative 1 - t**2",
+             ["tanh", "tanh_mul", "tanh_twice", "skip_tanh"], ("tanh_local",))
+bricks_check("exp_backward", (EXP, BWD), "exp: forward, and local derivative exp(x)", ["exp", "exp_mul"], ("exp_local",))
+bricks_check("pow_backward", (POW, BWD), "** number: forward, and n * x**(n-1)", ["square", "cube", "inverse", "sqrt"],
+             ("pow_local",))
+bricks_check("neg_sub_backward", (f"{V}.__neg__", f"{V}.__sub__", BWD), "-a and a - b",
+             ["neg", "sub", "sub_self", "sub_number"])
+bricks_check("div_backward", (f"{V}.__truediv__", BWD), "a / b, and a / number", ["div", "div_self", "rdiv"],
+             ("pow_local",))
+bricks_check("number_operands", (f"{V}.__radd__", f"{V}.__rmul__", BWD), "numbers on either side of + and *",
+             ["radd", "add_number", "rmul", "mul_number", "sum"])
+bricks_check("rsub_backward", (f"{V}.__rsub__", BWD), "a number minus a Value", ["rsub", "rsub_mul"])
+bricks_check("all_bricks", (EXP, f"{V}.__truediv__", POW, f"{V}.__sub__", f"{V}.__rmul__", BWD),
+             "every brick together in one graph", ["bricks"], ("exp_local", "pow_local"))

@@ -1,0 +1,372 @@
+"""Pieces shared by the topic modules: expression checks, node checks (structure and local rules), the engine's
+isolated checks, and the registry every topic module adds its checks to."""
+
+from __future__ import annotations
+
+import math
+import random
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ..settings import Tolerance
+from ..truth.expressions import Expr
+from ..truth.numeric import Estimate, generic_inputs, grad_close, gradient, value_close
+from . import messages as msg
+from .base import Case, Check, Failure, Observation
+
+V = "Value"
+ADD, MUL, BWD = f"{V}.__add__", f"{V}.__mul__", f"{V}.backward"
+TANH, EXP, POW = f"{V}.tanh", f"{V}.exp", f"{V}.__pow__"
+
+REGISTRY: list[Check] = []
+
+
+def register(check: Check) -> Check:
+    """Add a check to the catalogue (in the order the topic modules are imported) and return it."""
+    REGISTRY.append(check)
+    return check
+
+
+# ---------------------------------------------------------------- expressions
+
+EXPRESSIONS: dict[str, Expr] = {}
+# Mistakes recognised from the numbers alone: expression -> [(misconception, wrong gradient)]
+GRADIENT_MISTAKES: dict[str, list[tuple[str, Callable[..., Sequence[float]]]]] = {}
+# Mistakes recognised from the forward value alone: expression -> [(misconception, wrong value)]
+VALUE_MISTAKES: dict[str, list[tuple[str, Callable[..., float]]]] = {}
+# The operation an expression's wrong forward value is blamed on when no known mistake matches
+FORWARD_MISCONCEPTIONS = {"add": "add.wrong_forward", "add3": "add.wrong_forward", "mul": "mul.wrong_forward",
+                          "mul3": "mul.wrong_forward"}
+
+
+def sample(expr: Expr, rng: random.Random) -> list[float]:
+    """Generic inputs where the grader's own numerical derivative is trustworthy."""
+    for _ in range(100):
+        xs = generic_inputs(rng, len(expr.params), expr.low, expr.high)
+        if expr.tied:
+            xs = [xs[0]] * len(xs)
+        try:
+            f = expr.reference(*xs)
+        except (ArithmeticError, ValueError):
+            continue
+        if math.isfinite(f) and all(e.reliable for e in gradient(expr.reference, xs)):
+            return xs
+    raise RuntimeError(f"no reliable inputs for {expr.body!r}")  # pragma: no cover - a catalogue bug
+
+
+def where(expr: Expr, xs: Sequence[float]) -> str:
+    """`source` at a=..., b=..."""
+    src = expr.source.replace("\n", "; ")
+    args = ", ".join(f"{p}={x!r}" for p, x in zip(expr.params, xs))
+    return f"`{src}` at {args}"
+
+
+def expression_case(key: str, rng: random.Random, backward: bool) -> Case:
+    """One self-contained case: the expression's text and parameters, the inputs, whether to back-propagate."""
+    expr = EXPRESSIONS[key]
+    return {"probe": "expression", "expr": key, "params": list(expr.params), "source": expr.source,
+            "inputs": sample(expr, rng), "backward": backward}
+
+
+def _ratio_misconception(expr: Expr, got: float, want: float, used_twice: bool) -> str | None:
+    """The misconception the ratio of a wrong gradient to the right one points at."""
+    if want == 0 or not math.isfinite(got):
+        return None
+    r = got / want
+    if abs(got) < 1e-12:
+        return "backward.grad_stayed_zero"
+    if abs(r + 1) < 1e-6:
+        return "sub.sign_flipped"
+    if expr.upstream != 1.0 and abs(r * expr.upstream - 1) < 1e-6:
+        return "node.missing_upstream"
+    if used_twice and abs(r - 0.5) < 1e-6:
+        return "node.assigns_instead_of_accumulating"
+    if r > 1.5 and abs(r - round(r)) < 1e-6:
+        return "backward.ran_twice"
+    return None
+
+
+def _uses(expr: Expr, param: str) -> int:
+    return len(re.findall(rf"\b{param}\b", expr.source))
+
+
+def judge_expression(case: Case, obs: Observation, tol: Tolerance) -> Failure | None:
+    """Forward value first, then the root seed, then each leaf's gradient against the numerical truth."""
+    key = case["expr"]
+    expr = EXPRESSIONS[key]
+    xs = case["inputs"]
+    ref = expr.reference(*xs)
+    if not value_close(obs["data"], ref, tol.forward_rtol):
+        mis = "sub.sign_flipped" if value_close(-obs["data"], ref, tol.forward_rtol) else None
+        for m, wrong in VALUE_MISTAKES.get(key, []):
+            if value_close(obs["data"], wrong(*xs), 1e-9):
+                mis = m
+        mis = mis or FORWARD_MISCONCEPTIONS.get(key)
+        return Failure(f"{msg.method_prefix(mis)}forward value of {where(expr, xs)}: expected {ref:.10g}, "
+                       f"got {obs['data']:.10g}", mis,
+                       repro=msg.repro_lines(expr.repro(xs, backward=case["backward"]).splitlines()))
+    if not case["backward"]:
+        return None
+    repro = msg.repro_lines(expr.repro(xs, [e.value for e in gradient(expr.reference, xs)]).splitlines())
+    if not grad_close(obs["root_grad"], 1.0, 1.0, tol.rtol, tol.atol):
+        return Failure(f"Value.backward: out.grad after out.backward() on {where(expr, xs)}: expected 1, "
+                       f"got {obs['root_grad']:.6g}", "backward.root_not_seeded", repro=repro, method=BWD)
+    estimates: list[Estimate] = gradient(expr.reference, xs)
+    exact = list(expr.exact(*xs)) if expr.exact else None
+    got = obs["grads"]
+    for i, (p, g, est) in enumerate(zip(expr.params, got, estimates)):
+        if grad_close(g, est.value, ref, tol.rtol, tol.atol):
+            continue
+        bound = tol.atol * max(1.0, abs(ref)) + tol.rtol * max(abs(g), abs(est.value))
+        want = f"{est.value:.10g} (numerical"
+        want += f"; exact {exact[i]:.10g})" if exact else ")"
+        mis = _ratio_misconception(expr, g, est.value, _uses(expr, p) > 1) or expr.misconception
+        for m, wrong in GRADIENT_MISTAKES.get(key, []):
+            if all(grad_close(x, w, ref, 1e-6, 1e-9) for x, w in zip(got, wrong(*xs))):
+                mis = m
+        return Failure(f"gradient of {p} in {where(expr, xs)}: expected {want}, got {g:.10g}; "
+                       f"error {abs(g - est.value):.3g} > tolerance {bound:.3g}", mis, name=p, repro=repro)
+    return None
+
+
+def expression_during(case: Case) -> str:
+    """What ran when learner code raised on an expression case."""
+    expr = EXPRESSIONS[case["expr"]]
+    xs = case["inputs"]
+    return f"\n  while computing {where(expr, xs)}" + msg.repro_lines(expr.repro(xs, backward=case["backward"]).splitlines())
+
+
+# ---------------------------------------------------------------- one node: structure and local rule
+
+NODE_METHOD = {"+": ADD, "*": MUL, "tanh": TANH, "exp": EXP, "**": POW}
+NODE_KIND = {"+": "add", "*": "mul", "tanh": "tanh", "exp": "exp", "**": "pow"}
+
+
+def node_case(op: str, rng: random.Random, operands: Sequence[int] | None = None, local: bool = False,
+              k: float | None = None) -> Case:
+    """One operation on fresh leaves; with `local`, preset leaf grads and out.grad for one out._backward() call."""
+    binary = op in ("+", "*")
+    operands = list(operands if operands is not None else ([0, 1] if binary else [0]))
+    n = max(operands) + 1
+    high = 2.0 if op in ("tanh", "exp") else 2.5
+    xs = generic_inputs(rng, n + 3, 0.3, high)
+    case: Case = {"probe": "node", "op": op, "inputs": xs[:n], "operands": operands}
+    if op == "**":
+        case["k"] = k if k is not None else 3
+        case["inputs"] = [abs(x) for x in case["inputs"]]
+    if local:
+        case["preset"] = [round(abs(x) * 0.4, 3) for x in xs[n: n + n]]  # as if another use had passed a gradient
+        case["upstream"] = xs[-1]
+    return case
+
+
+def _local_slopes(case: Case) -> list[float]:
+    """d out / d leaf for each leaf (summed over the leaf's uses), by the grader's own calculus."""
+    op, xs, ops = case["op"], case["inputs"], case["operands"]
+    vals = [xs[i] for i in ops]
+    if op == "+":
+        per_use = [1.0] * len(ops)
+    elif op == "*":
+        per_use = [vals[1], vals[0]]
+    elif op == "tanh":
+        per_use = [1 - math.tanh(vals[0]) ** 2]
+    elif op == "exp":
+        per_use = [math.exp(vals[0])]
+    else:
+        per_use = [case["k"] * vals[0] ** (case["k"] - 1)]
+    slopes = [0.0] * len(xs)
+    for i, s in zip(ops, per_use):
+        slopes[i] += s
+    return slopes
+
+
+def _forward(case: Case) -> float:
+    op, xs, ops = case["op"], case["inputs"], case["operands"]
+    vals = [xs[i] for i in ops]
+    return {"+": lambda: vals[0] + vals[1], "*": lambda: vals[0] * vals[1], "tanh": lambda: math.tanh(vals[0]),
+            "exp": lambda: math.exp(vals[0]), "**": lambda: vals[0] ** case["k"]}[op]()
+
+
+def node_text(case: Case) -> str:
+    """`out = a * b with a = Value(..), b = Value(..)` for a node case."""
+    names = "ab"
+    args = [names[i] for i in case["operands"]]
+    expr = {"+": " + ", "*": " * "}.get(case["op"])
+    if expr:
+        body = expr.join(args)
+    elif case["op"] == "**":
+        body = f"a ** {case['k']!r}"
+    else:
+        body = f"a.{case['op']}()"
+    leaves = ", ".join(f"{names[i]} = Value({x!r})" for i, x in enumerate(case["inputs"]))
+    return f"out = {body} with {leaves}"
+
+
+def _op_ok(op: str, text: str | None) -> bool:
+    if not text:
+        return False
+    if op == "**":
+        return "**" in text or "pow" in text or "^" in text
+    return text in {"+": ("+", "add"), "*": ("*", "mul"), "tanh": ("tanh",), "exp": ("exp",)}[op]
+
+
+def _local_mistake(case: Case, got: list[float], tol: Tolerance, data: float) -> str | None:
+    """Which known wrong local rule gives these grads."""
+    op, xs, ops = case["op"], case["inputs"], case["operands"]
+    p, u = case["preset"], case["upstream"]
+    slopes = _local_slopes(case)
+    kind = NODE_KIND[op]
+
+    def close(g: float, w: float) -> bool:
+        return grad_close(g, w, w, 1e-6, 1e-9)
+
+    def like(*values: float) -> bool:
+        return all(close(g, w) for g, w in zip(got, values))
+
+    if like(*p):
+        return "node.backward_not_attached"
+    single = [s / ops.count(i) if ops.count(i) else 0.0 for i, s in enumerate(slopes)]
+    right = [pi + u * s for pi, s in zip(p, slopes)]
+
+    def overwritten(i: int) -> bool:  # this leaf's grad holds one use's gradient alone: `=` where `+=` belongs
+        return not close(got[i], right[i]) and (close(got[i], u * slopes[i]) or close(got[i], u * single[i]))
+
+    if op == "*" and len(set(ops)) == 2 and any(not close(got[i], right[i]) and close(got[i], p[i] + u * xs[i])
+                                                 for i in range(2)):
+        return "mul.unswapped"  # a leaf got its own data times out.grad
+    if any(overwritten(i) for i in range(len(got))):
+        return f"{kind}.assigns_instead_of_accumulating" if kind in ("add", "mul") else "node.assigns_instead_of_accumulating"
+    if like(*(pi + s for pi, s in zip(p, slopes))):
+        return "node.missing_upstream"
+    if like(*(pi + data * s for pi, s in zip(p, slopes))):
+        return "node.uses_out_data"
+    x = xs[0]
+    wrong = {
+        "*": [("mul.unswapped", [x * u, xs[-1] * u] if len(xs) > 1 else [])],
+        "+": [("add.forgets_an_operand", [p[0] + u, p[1]] if len(p) > 1 else []),
+              ("add.forgets_an_operand", [p[0], p[1] + u] if len(p) > 1 else [])],
+        "tanh": [("tanh.uses_input", [u * (1 - x * x)]), ("tanh.drops_one_minus", [u * math.tanh(x) ** 2]),
+                 ("tanh.one_minus_t", [u * (1 - math.tanh(x))])],
+        "exp": [("exp.derivative_is_input", [u * x]), ("exp.derivative_is_input", [u])],
+        "**": [("pow.derivative_keeps_power", [u * case.get("k", 1) * x ** case.get("k", 1)]),
+               ("pow.derivative_keeps_power", [u * x ** (case.get("k", 1) - 1)])],
+    }[op]
+    for mis, values in wrong:
+        if not values:
+            continue
+        if op in ("+",):
+            if like(*values):
+                return mis
+        elif like(*(pi + v for pi, v in zip(p, values))) or like(*values):
+            return mis
+    return None
+
+
+def judge_node(case: Case, obs: Observation, tol: Tolerance) -> Failure | None:
+    """The node is new, remembers exactly its operands and its op; its _backward adds the local rule times out.grad."""
+    op = case["op"]
+    method, kind = NODE_METHOD[op], NODE_KIND[op]
+    text = node_text(case)
+    if any(obs["is_leaf"]):
+        return Failure(f"{method}: {text}: expected a new Value, got one of its operands itself",
+                       "node.returns_operand", method=method)
+    want = _forward(case)
+    if not value_close(obs["data"], want, tol.forward_rtol):
+        return Failure(f"{method}: forward value of {text}: expected {want:.10g}, got {obs['data']:.10g}",
+                       method=method, repro=node_repro(case))
+    kids, operands = obs["children"], set(case["operands"])
+    composed = op in ("tanh", "exp", "**") and not any(k >= 0 for k in kids) and all(obs.get("reaches", [False]))
+    if composed:
+        return None  # built from other nodes (tanh from exp, + and /): its own composite check judges it
+    if not kids:
+        mis = f"{kind}.no_children" if kind in ("add", "mul") else f"{kind}.graph_cut"
+        return Failure(f"{method}: {text}: expected out._prev to hold the operand{'s' * (len(operands) > 1)}, got "
+                       "no children at all (a graph cut)", mis, method=method, repro=structure_repro(case))
+    extra_ok = op == "**"  # a power may keep its exponent as a child Value
+    if set(k for k in kids if k >= 0) != operands or (-1 in kids and not extra_ok):
+        return Failure(f"{method}: {text}: expected out._prev to hold exactly the operands, got {len(kids)} "
+                       f"children, {sum(k >= 0 for k in kids)} of them operands", "node.wrong_children", method=method,
+                       repro=structure_repro(case))
+    if not _op_ok(op, obs["op"]):
+        mis = f"{kind}.wrong_op" if kind in ("add", "mul") else "node.wrong_op"
+        return Failure(f"{method}: {text}: expected out._op = {op!r}, got {obs['op']!r}", mis, method=method,
+                       repro=structure_repro(case))
+    if "grads" not in obs:
+        return None
+    p, u = case["preset"], case["upstream"]
+    expected = [pi + u * s for pi, s in zip(p, _local_slopes(case))]
+    got = obs["grads"]
+    if all(grad_close(g, w, w, tol.rtol, tol.atol) for g, w in zip(got, expected)):
+        return None
+    mis = _local_mistake(case, got, tol, obs["data"])
+    grads = ", ".join(f"{n}.grad = {g!r}" for n, g in zip("ab", p))
+    return Failure(f"{method}: {text}, then {grads} (as if from another use), out.grad = {u!r} and one "
+                   f"out._backward() call: expected {fmt_grads(expected)}; got {fmt_grads(got)}", mis, name="a",
+                   method=method, repro=node_repro(case, expected))
+
+
+def structure_repro(case: Case) -> str:
+    """Lines that rebuild the node and print what it remembers."""
+    names = "ab"
+    leaves = "; ".join(f"{names[i]} = Value({x!r})" for i, x in enumerate(case["inputs"]))
+    return msg.repro_lines([leaves, node_text(case).split(" with ")[0], "print(out._prev, out._op)"])
+
+
+def node_repro(case: Case, expected: Sequence[float] | None = None) -> str:
+    """Lines that rebuild the node (and, with presets, run its _backward once) and print what was judged."""
+    names = "ab"
+    body = node_text(case).split(" with ")[0]
+    lines = ["; ".join(f"{names[i]} = Value({x!r})" for i, x in enumerate(case["inputs"])), body]
+    if expected is None:
+        return msg.repro_lines([*lines, f"print(out.data)  # expected {_forward(case):.10g}"])
+    leaves = names[: len(case["inputs"])]
+    lines += ["; ".join(f"{n}.grad = {g!r}" for n, g in zip(leaves, case["preset"])) + f"; out.grad = {case['upstream']!r}",
+              "out._backward()", f"print({', '.join(f'{n}.grad' for n in leaves)})  # expected {msg.fmt(expected)}"]
+    return msg.repro_lines(lines)
+
+
+def fmt_grads(values: Sequence[float]) -> str:
+    """`a.grad = .., b.grad = ..`"""
+    return ", ".join(f"{n}.grad = {v:.6g}" for n, v in zip("ab", values))
+
+
+def node_during(case: Case) -> str:
+    """What ran when learner code raised on a node case."""
+    extra = " and one out._backward() call" if case.get("upstream") is not None else ""
+    return f"\n  while running {node_text(case)}{extra}"
+
+
+def judge_by_probe(**judges: Callable[[Case, Observation, Tolerance], Failure | None]) -> Callable[..., Failure | None]:
+    """One judge that dispatches on the case's probe kind."""
+
+    def judge(case: Case, obs: Observation, tol: Tolerance) -> Failure | None:
+        return judges[case["probe"]](case, obs, tol)
+
+    return judge
+
+
+def during_by_probe(**durings: Callable[[Case], str]) -> Callable[[Case], str]:
+    """One `during` that dispatches on the case's probe kind."""
+
+    def during(case: Case) -> str:
+        d = durings.get(case["probe"])
+        return d(case) if d else ""
+
+    return during
+
+
+def expression_check(name: str, targets: tuple[str, ...], description: str, keys: Sequence[str],
+                     backward: bool = True, repeats: int = 2, points: float = 1.0,
+                     extra: Callable[[random.Random, bool], list[Case]] | None = None, **kw: Any) -> Check:
+    """A check over catalogue expressions, each rebuilt `repeats` times (more when hidden), plus `extra` cases."""
+    for k in keys:
+        assert k in EXPRESSIONS, k
+
+    def cases(rng: random.Random, hidden: bool) -> list[Case]:
+        n = repeats * 2 if hidden else repeats
+        out = [expression_case(k, rng, backward) for k in keys for _ in range(n)]
+        return out + (extra(rng, hidden) if extra else [])
+
+    return Check(name, targets, description, cases, judge_by_probe(expression=judge_expression, node=judge_node),
+                 points, during=during_by_probe(expression=expression_during, node=node_during), **kw)

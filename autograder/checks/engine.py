@@ -1,0 +1,347 @@
+"""The engine: Value's repr, + and *, their local rules, and backward() (notebooks 2 and 3)."""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Callable
+
+from ..settings import Tolerance
+from ..truth.expressions import Expr
+from ..truth.numeric import generic_inputs, grad_close
+from . import messages as msg
+from .base import Case, Check, Failure, Observation
+from .common import (
+    ADD,
+    BWD,
+    EXPRESSIONS,
+    GRADIENT_MISTAKES,
+    MUL,
+    V,
+    expression_check,
+    judge_node,
+    node_case,
+    node_during,
+    register,
+)
+
+EXPRESSIONS.update({
+    # forward
+    "add": Expr(("a", "b"), "a + b", exact=lambda a, b: (1.0, 1.0)),
+    "add3": Expr(("a", "b", "c"), "a + b + c", exact=lambda a, b, c: (1.0, 1.0, 1.0)),
+    "mul": Expr(("a", "b"), "a * b", exact=lambda a, b: (b, a)),
+    "mul3": Expr(("a", "b", "c"), "a * b * c", exact=lambda a, b, c: (b * c, a * c, a * b)),
+    "mul_add": Expr(("a", "b", "c"), "a * b + c", exact=lambda a, b, c: (b, a, 1.0)),
+    # upstream gradient not 1
+    "add_up": Expr(("a", "b"), "a + b", upstream=3.0, exact=lambda a, b: (3.0, 3.0)),
+    "mul_up": Expr(("a", "b"), "a * b", upstream=3.0, exact=lambda a, b: (3 * b, 3 * a)),
+    # accumulation
+    "a_plus_a": Expr(("a",), "a + a", exact=lambda a: (2.0,)),
+    "a_times_a": Expr(("a",), "a * a", exact=lambda a: (2 * a,)),
+    "ab_plus_a": Expr(("a", "b"), "a * b + a", exact=lambda a, b: (b + 1, a)),
+    "a_plus_a_up": Expr(("a",), "a + a", upstream=3.0, exact=lambda a: (6.0,)),
+    "a_plus_b_plus_a": Expr(("a", "b"), "(a + b) + a", exact=lambda a, b: (2.0, 1.0)),
+    "a_times_b_times_a": Expr(("a", "b"), "(a * b) * a", exact=lambda a, b: (2 * a * b, a * a)),
+    # order
+    "chain": Expr(("a", "b", "c"), "(a * b) * c", exact=lambda a, b, c: (b * c, a * c, a * b)),
+    "chain_up": Expr(("a", "b", "c"), "(a * b + c) * a", upstream=3.0),
+    "shared": Expr(("x",), "y = x * x\nout = y * 2 + y * 3", exact=lambda x: (10 * x,),
+                   misconception="backward.topological_order"),
+    "skip_mul": Expr(("x",), "y = x * x\nout = y + (y * 2.5) * 1.5", exact=lambda x: (2 * x * 4.75,),
+                     misconception="backward.topological_order"),
+    "diamond": Expr(("a", "b"), "c = a * b\nd = c + a\ne = c * d\nout = e + d * b", misconception="backward.topological_order"),
+    # distinct nodes with equal data
+    "twins": Expr(("a", "b", "c"), "m = a * b\nn = b * a\nout = m * c + n", exact=lambda a, b, c: (b * c + b, a * c + a, a * b),
+                  misconception="eq.by_value"),
+    "tied_leaves": Expr(("a", "b"), "a * b + b", tied=True, exact=lambda a, b: (b, a + 1), misconception="eq.by_value"),
+})
+
+GRADIENT_MISTAKES.update({
+    "mul_up": [
+        ("mul.unswapped", lambda a, b: (3 * a, 3 * b)),
+        # the upstream `* 3.0` is a multiplication too, so an unswapped __mul__ also gets out.grad wrong
+        ("mul.unswapped", lambda a, b: (a * a * b, b * a * b)),
+    ],
+    "mul": [("mul.unswapped", lambda a, b: (a, b))],
+    "ab_plus_a": [
+        ("node.assigns_instead_of_accumulating", lambda a, b: (b, a)),
+        ("node.assigns_instead_of_accumulating", lambda a, b: (1.0, a)),
+    ],
+})
+
+
+# ---------------------------------------------------------------- repr (notebook 2)
+
+def repr_cases(rng: random.Random, hidden: bool) -> list[Case]:
+    """Leaf values."""
+    return [{"probe": "repr", "x": x} for x in generic_inputs(rng, 2)]
+
+
+_NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?")
+
+
+def shows_number(text: str, x: float) -> bool:
+    """True when text contains x, rounded to however many decimals the text prints (at least one)."""
+    for m in _NUMBER.finditer(text):
+        literal = m.group()
+        mantissa, _, exponent = literal.lower().partition("e")
+        decimals = len(mantissa.partition(".")[2]) - int(exponent or 0)
+        if decimals < 1:
+            continue
+        # a repr rounded to 2 decimals (`{self.data:.2f}`) still shows the data
+        if abs(float(literal) - x) <= 0.5 * 10.0**-decimals * (1 + 1e-9) + 1e-15:
+            return True
+    return False
+
+
+def judge_repr(case: Case, obs: Observation, tol: Tolerance) -> Failure | None:
+    """The repr shows the data."""
+    text = obs["repr"]
+    repro = msg.repro_lines([f"print(repr(Value({case['x']!r})))  # expected something like Value(data={case['x']!r})"])
+    if " object at 0x" in text:
+        return Failure(f"Value.__repr__: repr(Value({case['x']!r})) is {text!r}: define __repr__ to show the data",
+                       "repr.default", repro=repro)
+    if not shows_number(text, case["x"]):
+        return Failure(f"Value.__repr__: repr(Value({case['x']!r})) is {text!r}, which does not show the data "
+                       f"{case['x']!r}", "repr.hides_data", repro=repro)
+    return None
+
+
+register(Check("value_repr", (f"{V}.__repr__",), "repr shows the data", repr_cases, judge_repr,
+               during=lambda case: f"\n  while calling repr(Value({case['x']!r}))"))
+
+
+# ---------------------------------------------------------------- + and * (notebook 2: values and structure)
+
+def structure_cases(op: str) -> Callable[[random.Random, bool], list[Case]]:
+    """The node itself: a new Value whose _prev holds exactly the operands and whose _op names the operation."""
+
+    def cases(rng: random.Random, hidden: bool) -> list[Case]:
+        return [node_case(op, rng), node_case(op, rng, [0, 0])]
+
+    return cases
+
+
+ADD_FORWARD = register(expression_check("add_forward", (ADD,), "a + b computes the sum and remembers a, b and '+'",
+                                        ["add", "add3"], backward=False, extra=structure_cases("+")))
+MUL_FORWARD = register(expression_check("mul_forward", (MUL,), "a * b computes the product and remembers a, b and '*'",
+                                        ["mul", "mul3", "mul_add"], backward=False, extra=structure_cases("*")))
+
+
+# ---------------------------------------------------------------- local rules (notebook 3)
+
+def local_cases(op: str) -> Callable[[random.Random, bool], list[Case]]:
+    """Distinct operands, a node used twice, preset grads and an upstream gradient other than 1."""
+
+    def cases(rng: random.Random, hidden: bool) -> list[Case]:
+        out = [node_case(op, rng, local=True), node_case(op, rng, [0, 0], local=True)]
+        if hidden:
+            out += [node_case(op, rng, local=True), node_case(op, rng, [0, 0], local=True)]
+        return out
+
+    return cases
+
+
+register(Check("add_local_backward", (ADD,), "out._backward() of a + b adds out.grad to both inputs' grads",
+               local_cases("+"), judge_node, group="exercise", during=node_during))
+register(Check("mul_local_backward", (MUL,), "out._backward() of a * b adds the other's data times out.grad to each "
+               "input's grad", local_cases("*"), judge_node, group="exercise", during=node_during))
+
+
+# ---------------------------------------------------------------- backward() alone (isolated: the grader's own _backward)
+
+# Nodes listed children first; [parent, child] edges; the root is the last node. The shapes hold a shared node, a skip
+# connection whose two paths differ in length, and a leaf used by two nodes.
+SHAPES = [
+    [[2, 0], [2, 1], [3, 2], [4, 2], [4, 3], [5, 4], [5, 0]],
+    [[2, 0], [3, 2], [3, 1], [4, 3], [5, 3], [5, 4], [6, 5], [6, 2], [6, 1]],
+]
+
+
+def backward_cases(rng: random.Random, hidden: bool) -> list[Case]:
+    """Graphs of distinct data whose edges carry distinct weights."""
+    out = []
+    for shape in SHAPES if hidden else SHAPES[:1]:
+        n = max(p for p, _ in shape) + 1
+        data = generic_inputs(rng, n, 0.3, 2.5)
+        weights = generic_inputs(rng, len(shape), 0.3, 2.5)
+        out.append({"probe": "backward", "data": data, "edges": [[p, c, w] for (p, c), w in zip(shape, weights)]})
+    return out
+
+
+def _expected_grads(case: Case) -> list[float]:
+    """Reverse topological accumulation on the case's graph, root seeded with 1."""
+    n = len(case["data"])
+    grads = [0.0] * n
+    grads[-1] = 1.0
+    for i in reversed(range(n)):  # children first in the list, so reverse index order is a reverse topological order
+        for p, c, w in case["edges"]:
+            if p == i:
+                grads[c] += w * grads[i]
+    return grads
+
+
+def _depths(case: Case) -> dict[int, int]:
+    """Each node's fewest steps from the root."""
+    n = len(case["data"])
+    kids = {i: [c for p, c, _ in case["edges"] if p == i] for i in range(n)}
+    depth, queue = {n - 1: 0}, [n - 1]
+    while queue:
+        node = queue.pop(0)
+        for c in kids[node]:
+            if c not in depth:
+                depth[c] = depth[node] + 1
+                queue.append(c)
+    return depth
+
+
+def judge_backward(case: Case, obs: Observation, tol: Tolerance) -> Failure | None:
+    """Each node's _backward exactly once, after every node that uses it, the root seeded with 1."""
+    n = len(case["data"])
+    root = n - 1
+    edges = [(p, c) for p, c, _ in case["edges"]]
+    inner = sorted({p for p, _ in edges})
+    calls = obs["calls"]
+    where = (f"Value.backward, on a graph of {n} nodes made with Value(data, children) whose _backward functions are "
+             "the grader's own (so only backward() itself is tested)")
+    if not calls:
+        return Failure(f"{where}: called no _backward at all; expected {len(inner)} calls", "backward.never_calls",
+                       method=BWD)
+    seed = obs["grad_at_call"][root]
+    if seed is None or not grad_close(seed, 1.0, 1.0, tol.rtol, tol.atol):
+        got = "its _backward never ran" if seed is None else f"{seed:.6g}"
+        return Failure(f"{where}: gave root.grad = {got} when the root's _backward ran; expected 1",
+                       "backward.root_not_seeded", method=BWD)
+    counts = [calls.count(i) for i in range(n)]
+    if max(counts) > 1:
+        over = [i for i in range(n) if counts[i] > 1]
+        return Failure(f"{where}: gave {max(counts)} calls of node {over[0]}'s _backward ({len(over)} nodes ran more "
+                       "than once); expected exactly 1 per node", "backward.runs_a_node_twice", method=BWD)
+    never = [i for i in inner if counts[i] == 0]
+    if never:
+        return Failure(f"{where}: gave 0 calls of the _backward of {len(never)} of {len(inner)} operation nodes; "
+                       "expected 1 each", "backward.misses_nodes", method=BWD)
+    pos = {node: k for k, node in enumerate(calls)}
+    late = [(p, c) for p, c in edges if c in pos and pos[p] > pos[c]]
+    if late:
+        p, c = late[0]
+        if (calls and calls[-1] == root) or (calls and calls[0] != root):
+            mis = "backward.forward_order"
+        elif all(a <= b for a, b in zip([_depths(case)[x] for x in calls], [_depths(case)[x] for x in calls[1:]])):
+            mis = "backward.breadth_first"
+        else:
+            mis = "backward.not_topological"
+        return Failure(f"{where}: gave the call order {calls}, where node {c} ran before node {p}, which uses it; "
+                       f"expected {p} before {c}", mis, method=BWD)
+    want = _expected_grads(case)
+    for i, (g, w) in enumerate(zip(obs["grads"], want)):
+        if not grad_close(g, w, 1.0, tol.rtol, tol.atol):
+            return Failure(f"{where}: gave node {i} the grad {g:.10g} after backward(); expected {w:.10g}", method=BWD)
+    return None
+
+
+BACKWARD_ALONE = register(Check("backward_alone", (BWD,), "backward() alone: seeds the root, then each _backward once, "
+                                "in reverse topological order", backward_cases, judge_backward, group="isolated",
+                                during=lambda case: "\n  while calling backward() on a graph whose _backward functions "
+                                "are the grader's own"))
+
+def judge_twins(case: Case, obs: Observation, tol: Tolerance) -> Failure | None:
+    """Distinct nodes stay distinct in a set and a dict, whatever their data."""
+    if obs["in_set"] != 2 or obs["in_dict"] != 2:
+        return Failure(f"Value.__eq__/__hash__: {{Value({case['x']!r}), Value({case['x']!r})}}: expected a set of 2 "
+                       f"distinct nodes, got {obs['in_set']}", "eq.by_value", method=f"{V}.__eq__",
+                       repro=msg.repro_lines([f"print(len({{Value({case['x']!r}), Value({case['x']!r})}}))  # expected 2"]))
+    return None
+
+
+register(Check("eq_identity", (f"{V}.__eq__", f"{V}.__hash__"), "distinct nodes with equal data stay distinct in a set",
+               lambda rng, hidden: [{"probe": "twins", "x": generic_inputs(rng, 1)[0]}], judge_twins, group="isolated"))
+
+ENGINE = ("add_forward", "mul_forward", "add_local_backward", "mul_local_backward", "backward_alone", "eq_identity")
+BACKWARD_CELL = {"isolate": ENGINE, "owns": (BWD, f"{V}.__eq__")}
+
+
+# ---------------------------------------------------------------- backward() through + and * (notebook 3)
+
+def seed_cases(rng: random.Random, hidden: bool) -> list[Case]:
+    """Plain pairs of generic inputs."""
+    return [{"probe": "seed", "inputs": generic_inputs(rng, 2)} for _ in range(4 if hidden else 2)]
+
+
+def _seed_repro(case: Case) -> str:
+    a, b = case["inputs"]
+    return msg.repro_lines([f"a = Value({a!r}); b = Value({b!r})", "out = a * b", "out.backward()",
+                            f"print(out.grad, a.grad)  # expected 1, {b!r}"])
+
+
+def judge_seed(case: Case, obs: Observation, tol: Tolerance) -> Failure | None:
+    """backward() sets the root's grad to 1."""
+    a, b = case["inputs"]
+    where = f"out = a * b with a = Value({a!r}), b = Value({b!r})"
+    if not grad_close(obs["root_grad"], 1.0, 1.0, tol.rtol, tol.atol):
+        return Failure(f"Value.backward: out.grad after out.backward() on {where}: expected 1, got {obs['root_grad']:.6g}",
+                       "backward.root_not_seeded", repro=_seed_repro(case), method=BWD)
+    if not grad_close(obs["a_grad"], b, b, tol.rtol, tol.atol):
+        mis = None
+        if abs(obs["a_grad"]) < 1e-12:
+            mis = "backward.grad_stayed_zero"
+        elif grad_close(obs["a_grad"], a, a, tol.rtol, tol.atol):
+            mis = "mul.unswapped"
+        return Failure(f"Value.__mul__ / Value.backward: a.grad after out.backward() on {where}: expected {b!r} (b.data), "
+                       f"got {obs['a_grad']:.6g}", mis, name="a", repro=_seed_repro(case))
+    return None
+
+
+register(Check("backward_seeds_root", (MUL, BWD), "backward() seeds the root with 1", seed_cases, judge_seed,
+               during=lambda case: f"\n  while calling out.backward() on out = a * b with a = Value({case['inputs'][0]!r}), "
+               f"b = Value({case['inputs'][1]!r})" + _seed_repro(case), **BACKWARD_CELL))
+register(expression_check("add_backward", (ADD, BWD), "+ routes out.grad to both operands", ["add_up", "add3"],
+                          **BACKWARD_CELL))
+register(expression_check("mul_backward", (MUL, BWD), "* swaps the operands, times out.grad", ["mul_up", "mul3"],
+                          **BACKWARD_CELL))
+register(expression_check("backward_accumulates", (ADD, MUL, BWD), "a node used twice accumulates both gradients",
+                          ["a_plus_a", "a_times_a", "ab_plus_a", "a_plus_a_up", "a_plus_b_plus_a", "a_times_b_times_a"],
+                          **BACKWARD_CELL))
+register(expression_check("backward_chain_order", (ADD, MUL, BWD), "gradients flow from the root down, in order",
+                          ["chain", "chain_up", "mul_add"], **BACKWARD_CELL))
+register(expression_check("backward_topological_order", (ADD, MUL, BWD),
+                          "shared nodes and skip connections are walked in topological order",
+                          ["shared", "skip_mul", "diamond"], **BACKWARD_CELL))
+
+LADDER_RUNGS = 12
+
+
+def ladder_cases(rng: random.Random, hidden: bool) -> list[Case]:
+    """Starting points of the ladder."""
+    return [{"probe": "ladder", "x": x, "rungs": LADDER_RUNGS} for x in generic_inputs(rng, 3 if hidden else 1)]
+
+
+def _ladder_where(case: Case) -> str:
+    return f"a ladder of {LADDER_RUNGS} rungs `y = y * 0.5 + y * 0.5` from x = Value({case['x']!r}), out = y * 3.0"
+
+
+def judge_ladder(case: Case, obs: Observation, tol: Tolerance) -> Failure | None:
+    """Each inner node's _backward exactly once, each leaf's at most once, and the right gradient."""
+    where = _ladder_where(case)
+    inner = obs["inner_calls"]
+    most = max(inner + obs["leaf_calls"], default=0)
+    if most > 1:
+        over = sum(1 for c in inner + obs["leaf_calls"] if c > 1)
+        return Failure(f"Value.backward called some _backward up to {most} times on {where} ({over} nodes more than "
+                       "once); expected exactly once per node", "backward.runs_a_node_twice", method=BWD)
+    never = sum(1 for c in inner if c == 0)
+    if never:
+        return Failure(f"Value.backward never called _backward of {never} of {len(inner)} operation nodes on {where}",
+                       "backward.misses_nodes")
+    if not grad_close(obs["grad"], 3.0, obs["data"], tol.rtol, tol.atol):
+        return Failure(f"gradient of x on {where}: expected 3 (exact), got {obs['grad']:.10g}")
+    return None
+
+
+register(Check("backward_once_per_node", (ADD, MUL, BWD), "each node's _backward runs exactly once",
+               ladder_cases, judge_ladder, during=lambda case: f"\n  while back-propagating {_ladder_where(case)}",
+               **BACKWARD_CELL))
+register(expression_check("backward_equal_data", (ADD, MUL, BWD, f"{V}.__eq__", f"{V}.__hash__"),
+                          "distinct nodes with equal data stay distinct", ["twins", "tied_leaves"], **BACKWARD_CELL))
+
+__all__ = ["ADD_FORWARD", "BACKWARD_ALONE", "ENGINE", "MUL_FORWARD"]

@@ -1,0 +1,227 @@
+"""Exercises of single notebooks: numerical derivatives and relative error (1), hand-filled grads (2),
+tanh from bricks (4), grads_of (5)."""
+
+from __future__ import annotations
+
+import math
+import random
+
+from ..settings import Tolerance
+from ..truth.numeric import generic_inputs, grad_close, gradient, value_close
+from .base import ERROR, Case, Check, Failure, Observation
+from .common import EXPRESSIONS, register, sample, where
+
+# ---------------------------------------------------------------- numerical_derivative (notebook 1)
+
+EXACT = {"poly": lambda x: 6 * x - 4, "sin": math.cos, "exp": math.exp}
+CURVATURE = {"poly": lambda x: 6.0, "sin": lambda x: -math.sin(x), "exp": math.exp}
+SHOWN = {"poly": "3x² - 4x + 5", "sin": "sin", "exp": "exp"}
+
+
+def derivative_cases(rng: random.Random, hidden: bool) -> list[Case]:
+    """Functions and points."""
+    pts = [["poly", 3.0], ["sin", round(rng.uniform(-2, 2), 3)], ["exp", round(rng.uniform(-1, 1), 3)]]
+    if hidden:
+        pts += [["poly", round(rng.uniform(-3, 3), 3)]]
+    return [{"probe": "derivative", "points": pts}]
+
+
+def judge_derivative(case: Case, obs: Observation, tol: Tolerance) -> Failure | None:
+    """Central differences get within 1e-6 relative of the exact slope."""
+    for (k, x), got in zip(case["points"], obs["values"]):
+        want = EXACT[k](x)
+        if abs(got - want) > 1e-6 * max(1.0, abs(want)):
+            # A forward difference errs by about h * f''(x) / 2: same sign as f'', and small.
+            forward = (got - want) * CURVATURE[k](x) > 0 and abs(got - want) < 0.1 * max(1.0, abs(want))
+            mis = "derivative.forward_difference" if forward else None
+            if abs(got - 2 * want) <= 1e-6 * max(1.0, abs(want)):
+                mis = "derivative.no_half"
+            return Failure(f"numerical_derivative of {SHOWN[k]} at x = {x}: expected {want:.10g} (exact), got {got:.10g}",
+                           mis, method="numerical_derivative")
+    return None
+
+
+register(Check("numerical_derivative", ("numerical_derivative",), "central differences give the slope",
+               derivative_cases, judge_derivative, group="exercise",
+               during=lambda case: "\n  while calling numerical_derivative(f, x)"))
+
+# ---------------------------------------------------------------- relative_error (notebook 1)
+
+
+def relative_error_cases(rng: random.Random, hidden: bool) -> list[Case]:
+    """Pairs that separate the right scale from plausible wrong ones: equal values, a sign change, two negatives,
+    swapped arguments, b = 0, tiny values and two zeros."""
+    a = round(rng.uniform(1, 5), 3)
+    c = round(a + rng.uniform(0.5, 2.0), 3)  # |c| > |a|: dividing by the second argument is right for one order only
+    pairs = [[a, a], [a, a * 1.01], [-a, a], [-a, -c], [c, a], [a, c], [a, 0.0], [1e-9, 2e-9], [0.0, 0.0],
+             [a * 100, a * 100 + 1]]
+    return [{"probe": "relative_error", "pairs": pairs}]
+
+
+def _relerr(a: float, b: float) -> float:
+    return abs(a - b) / max(abs(a), abs(b)) if (a or b) else 0.0
+
+
+RELERR_MISTAKES = {
+    "relerr.max_without_abs": lambda a, b: abs(a - b) / max(a, b),
+    "relerr.divides_by_b": lambda a, b: abs(a - b) / abs(b),
+    "relerr.min": lambda a, b: abs(a - b) / min(abs(a), abs(b)),
+    "relerr.no_abs": lambda a, b: (a - b) / max(abs(a), abs(b)),
+}
+
+
+def _relerr_mistake(a: float, b: float, got: float | str) -> str | None:
+    if a == b == 0:
+        return "relerr.zero_over_zero"
+    if got == "ZeroDivisionError":
+        return "relerr.divides_by_b" if b == 0 else "relerr.min" if 0 in (a, b) else None
+    for mis, wrong in RELERR_MISTAKES.items():
+        try:
+            w = wrong(a, b)
+        except ZeroDivisionError:
+            continue
+        if abs(got - w) <= 1e-12 + 1e-9 * abs(w):
+            return mis
+    return None
+
+
+def judge_relative_error(case: Case, obs: Observation, tol: Tolerance) -> Failure | None:
+    """|a - b| / max(|a|, |b|), and 0 for two zeros."""
+    for (a, b), got in zip(case["pairs"], obs["values"]):
+        want = _relerr(a, b)
+        if isinstance(got, str):
+            return Failure(f"relative_error({a!r}, {b!r}) raised {got}; expected {want:.10g}",
+                           _relerr_mistake(a, b, got), method="relative_error")
+        if not abs(got - want) <= 1e-12 + 1e-9 * want:
+            return Failure(f"relative_error({a!r}, {b!r}): expected {want:.10g}, got {got:.10g}",
+                           _relerr_mistake(a, b, got), method="relative_error")
+    return None
+
+
+register(Check("relative_error", ("relative_error",), "relative error, safe at zero, the same both ways round",
+               relative_error_cases, judge_relative_error, group="exercise",
+               during=lambda case: "\n  while calling relative_error(a, b)"))
+
+# ---------------------------------------------------------------- hand-filled gradients (notebook 2)
+
+MANUAL_NODES = ("a", "b", "c", "e", "d", "f", "L")
+DOWNSTREAM = {
+    "L": (lambda L: L, ["L"]),
+    "d": (lambda d, f: d * f, ["d", "f"]),
+    "f": (lambda d, f: d * f, ["d", "f"]),
+    "e": (lambda e, c, f: (e + c) * f, ["e", "c", "f"]),
+    "c": (lambda e, c, f: (e + c) * f, ["e", "c", "f"]),
+    "a": (lambda a, b, c, f: (a * b + c) * f, ["a", "b", "c", "f"]),
+    "b": (lambda a, b, c, f: (a * b + c) * f, ["a", "b", "c", "f"]),
+}
+MANUAL_HINTS = {
+    "L": ("dL/dL is 1", "manual.root_is_one"),
+    "d": ("L = d * f, so dL/dd is f.data (`*` swaps)", "manual.mul_swaps"),
+    "f": ("L = d * f, so dL/df is d.data (`*` swaps)", "manual.mul_swaps"),
+    "c": ("d = e + c: `+` routes d's gradient unchanged, so c.grad = d.grad", "manual.add_routes"),
+    "e": ("d = e + c: `+` routes d's gradient unchanged, so e.grad = d.grad", "manual.add_routes"),
+    "a": ("e = a * b: a.grad = b.data * e.grad (`*` swaps, times the gradient flowing in)", "manual.mul_swaps"),
+    "b": ("e = a * b: b.grad = a.data * e.grad (`*` swaps, times the gradient flowing in)", "manual.mul_swaps"),
+}
+
+
+def judge_manual(case: Case, obs: Observation, tol: Tolerance) -> Failure | None:
+    """Each hand-filled grad against the numerical dL/dnode."""
+    v = {n: obs[n][0] for n in MANUAL_NODES}
+    for n in ("L", "f", "d", "c", "e", "b", "a"):
+        fn, names = DOWNSTREAM[n]
+        est = gradient(fn, [v[k] for k in names])[names.index(n)].value
+        got = obs[n][1]
+        if not grad_close(got, est, v["L"], tol.rtol, tol.atol):
+            what, mis = MANUAL_HINTS[n]
+            return Failure(f"{n}.grad: expected dL/d{n} = {est:.10g} (numerical), got {got:.10g}\n  ({what})", mis)
+    return None
+
+
+register(Check("manual_backprop", MANUAL_NODES, "every hand-filled grad matches dL/dnode",
+               lambda rng, hidden: [{"probe": "manual"}], judge_manual, group="exercise"))
+
+# ---------------------------------------------------------------- tanh from bricks (notebook 4)
+
+
+def tanh_bricks_cases(rng: random.Random, hidden: bool) -> list[Case]:
+    """A few inputs of either sign, inside the range where tanh is not flat."""
+    xs = generic_inputs(rng, 3, 0.2, 2.0)
+    if hidden:
+        xs += generic_inputs(rng, 3, 0.2, 2.5)
+    xs.append(0.0)  # last: a wrong formula may divide by zero there, and says more elsewhere
+    return [{"probe": "tanh_bricks", "inputs": xs}]
+
+
+def judge_tanh_bricks(case: Case, obs: Observation, tol: Tolerance) -> Failure | None:
+    """tanh(x) = (e^2x - 1) / (e^2x + 1) built from exp, +, -, / (or **): same value, same gradient."""
+    for x, r in zip(case["inputs"], obs["results"]):
+        if "error" in r:
+            return Failure(f"{r['error']}\n  while calling tanh_from_bricks(Value({x!r})) and out.backward()", status=ERROR)
+        if r["uses_tanh"] or r["nodes"] < 4:
+            return Failure(f"tanh_from_bricks(Value({x!r})): expected a graph of bricks (at least 4 nodes, no tanh), got "
+                           f"{r['nodes']} nodes" + (" and a tanh node" if r["uses_tanh"] else ""), "tanh_bricks.uses_tanh",
+                           method="tanh_from_bricks")
+        want = math.tanh(x)
+        if not value_close(r["data"], want, tol.forward_rtol):
+            return Failure(f"tanh_from_bricks(Value({x!r})).data: expected tanh(x) = {want:.10g}, got {r['data']:.10g}",
+                           "tanh_bricks.wrong_formula", method="tanh_from_bricks")
+        dwant = 1 - want * want
+        if not grad_close(r["grad"], dwant, want, tol.rtol, tol.atol):
+            return Failure(f"x.grad after tanh_from_bricks(x).backward() at x = {x!r}: expected 1 - tanh(x)**2 = "
+                           f"{dwant:.10g}, got {r['grad']:.10g}", "tanh_bricks.brick_backward")
+    return None
+
+
+register(Check("tanh_from_bricks", ("tanh_from_bricks",), "tanh rebuilt from exp, +, -, / has tanh's value and gradient",
+               tanh_bricks_cases, judge_tanh_bricks, group="exercise",
+               prerequisites=("exp_backward", "div_backward", "neg_sub_backward", "number_operands"),
+               during=lambda case: "\n  while calling tanh_from_bricks(Value(x)) and out.backward()"))
+
+# ---------------------------------------------------------------- grads_of (notebook 5)
+
+GRADS_OF_KEYS = ("mul_add", "tanh_mul", "diamond", "a_plus_a")
+
+
+def grads_of_cases(rng: random.Random, hidden: bool) -> list[Case]:
+    """Catalogue expressions at generic inputs, their text carried in the case."""
+    out = []
+    for k in GRADS_OF_KEYS:
+        expr = EXPRESSIONS[k]
+        for _ in range(2 if hidden else 1):
+            out.append({"probe": "grads_of", "expr": k, "params": list(expr.params), "source": expr.source,
+                        "inputs": sample(expr, rng)})
+    return out
+
+
+def _grads_of_call(case: Case) -> str:
+    expr = EXPRESSIONS[case["expr"]]
+    return f"grads_of(f, {list(case['inputs'])}) with f({', '.join(expr.params)}) = `{expr.source.replace(chr(10), '; ')}`"
+
+
+def judge_grads_of(case: Case, obs: Observation, tol: Tolerance) -> Failure | None:
+    """One gradient per input, each the numerical one, the same on a second call."""
+    expr = EXPRESSIONS[case["expr"]]
+    xs = case["inputs"]
+    call = _grads_of_call(case)
+    ref = expr.reference(*xs)
+    estimates = gradient(expr.reference, xs)
+    for n, got in enumerate(obs["calls"]):
+        if len(got) != len(xs):
+            return Failure(f"{call} returned {len(got)} numbers, expected one gradient per input ({len(xs)})")
+        for p, g, est in zip(expr.params, got, estimates):
+            if not grad_close(g, est.value, ref, tol.rtol, tol.atol):
+                again = " on the second call (the first was right)" if n else ""
+                mis = "grads_of.not_fresh" if n else None
+                if all(value_close(v, x, 1e-12) for v, x in zip(got, xs)):
+                    mis = "grads_of.returns_data"
+                return Failure(f"{call}: gradient of {p} expected {est.value:.10g} (numerical), got {g:.10g}{again}",
+                               mis, method="grads_of")
+    return None
+
+
+register(Check("grads_of", ("grads_of",), "grads_of(f, inputs) returns df/dinput for each input, fresh every call",
+               grads_of_cases, judge_grads_of, group="exercise",
+               during=lambda case: f"\n  while calling {_grads_of_call(case)}"))
+
+__all__ = ["where"]

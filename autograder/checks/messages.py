@@ -1,0 +1,176 @@
+"""Every sentence a learner reads in a diagnosis, in one place: the misconception catalogue and the phrasing.
+
+A misconception has a stable id (`method.what_went_wrong`, used in CheckResults, the gradebook's class report
+and tests) and one sentence a beginner understands. `{name}` in a sentence is the variable the numbers point at.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+MISCONCEPTIONS: dict[str, str] = {
+    # structure: what a node remembers
+    "add.no_children": "the result of + must remember its operands: Value(self.data + other.data, (self, other), '+')",
+    "mul.no_children": "the result of * must remember its operands: Value(self.data * other.data, (self, other), '*')",
+    "node.wrong_children": "_prev must hold exactly the operands of the operation, the very same Value objects",
+    "add.wrong_op": "the result of + must record the operation it came from: _op = '+'",
+    "mul.wrong_op": "the result of * must record the operation it came from: _op = '*'",
+    "node.wrong_op": "each result must record the operation it came from in _op (such as '+', '*', 'tanh', 'exp', '**2')",
+    "tanh.graph_cut": ("the tanh node has no child, so the graph is cut there and no gradient reaches x: create it as "
+                       "Value(t, (self,), 'tanh')"),
+    "exp.graph_cut": "the exp node has no child, so the graph is cut there: create it as Value(e, (self,), 'exp')",
+    "pow.graph_cut": "the ** node has no child, so the graph is cut there: create it as Value(x ** k, (self,), f'**{k}')",
+    "node.returns_operand": "an operation must return a NEW Value, not one of its operands",
+    # local rules (one out._backward() call)
+    "add.assigns_instead_of_accumulating": ("{name} is used twice and one of its two gradients was overwritten: a _backward "
+                                            "sets `grad = ...` where it must accumulate `grad += ...`"),
+    "mul.assigns_instead_of_accumulating": ("{name} is used twice and one of its two gradients was overwritten: a _backward "
+                                            "sets `grad = ...` where it must accumulate `grad += ...`"),
+    "node.assigns_instead_of_accumulating": ("a _backward sets `grad = ...` where it must accumulate `grad += ...` (a node "
+                                             "used twice gets a gradient from each use)"),
+    "node.backward_not_attached": ("out._backward did nothing: define _backward inside the method and assign "
+                                   "out._backward = _backward"),
+    "node.missing_upstream": "off by the upstream factor: a _backward is missing `* out.grad` (the chain rule)",
+    "node.uses_out_data": ("the _backward multiplies by out.data (the result's value) where the chain rule needs "
+                           "out.grad (the gradient flowing in)"),
+    "add.forgets_an_operand": "+ must route out.grad to BOTH operands: self.grad += out.grad and other.grad += out.grad",
+    "mul.unswapped": ("in __mul__, self.grad needs other.data * out.grad and other.grad needs self.data * out.grad: "
+                      "the operands look unswapped"),
+    "tanh.uses_input": ("the local derivative of tanh is 1 - t**2 with t = tanh(x), the OUTPUT; this looks like 1 - x**2 "
+                        "with the input"),
+    "tanh.drops_one_minus": "the local derivative of tanh is 1 - t**2; this looks like t**2 (check the formula)",
+    "tanh.one_minus_t": "the local derivative of tanh is 1 - t**2 (t squared); this looks like 1 - t",
+    "exp.derivative_is_input": "the local derivative of exp(x) is exp(x), the output itself; this looks like x or 1",
+    "pow.derivative_keeps_power": "d/dx x**n is n * x**(n-1); this looks like n * x**n or x**(n-1)",
+    "div.wrong_sign": "a / b is a * b**-1: the gradient of b is -a / b**2 times out.grad",
+    "div.operands_inverted": "a / b divides self by other; this computes other / self (the operands are inverted)",
+    "sub.sign_flipped": "the sign is flipped: look at `-`, __neg__, __sub__ or __rsub__ (which operand is subtracted from which?)",
+    # backward()
+    "backward.root_not_seeded": "backward() must seed the root, self.grad = 1 (d out / d out), before walking the graph",
+    "backward.never_calls": ("backward() called no node's _backward: build the topological order from the root through "
+                             "_prev and call every node's _backward"),
+    "backward.forward_order": ("backward() called the leaves' side first: walk the nodes in REVERSE topological order "
+                               "(from the root down), so a node's gradient is complete before it is passed on"),
+    "backward.breadth_first": ("a breadth-first walk reaches a node before every node that uses it has passed its "
+                               "gradient on: use a topological sort and walk it in reverse"),
+    "backward.not_topological": ("a node's _backward ran before every node that uses it had run: backward() must walk "
+                                 "the nodes in reverse topological order (built with a visited set)"),
+    "backward.runs_a_node_twice": ("backward() ran some node's _backward more than once: the topological sort needs a "
+                                   "visited set, and backward() must walk the sorted list once; paths that meet again "
+                                   "must not be walked again"),
+    "backward.misses_nodes": ("backward() never called the _backward of some nodes: build the topological order from the "
+                              "root through _prev and call every node's _backward; if Value defines __eq__/__hash__ by "
+                              "value, nodes with equal data (y * 0.5 twice) are merged into one"),
+    "backward.grad_stayed_zero": ("{name}.grad stayed 0: is the root seeded (out.grad = 1) inside backward()? is each "
+                                  "op's _backward assigned to its result (out._backward = _backward)? are nodes visited "
+                                  "in REVERSE topological order?"),
+    "backward.ran_twice": ("{name}.grad is too large by a whole factor: some _backward ran more than once; does backward() "
+                           "keep a visited set and zero nothing it should not?"),
+    "backward.topological_order": ("a node here reaches out through several paths: backward() must call each node's "
+                                   "_backward exactly once, and only after every node that uses it (reverse topological "
+                                   "order, built with a visited set); recursion without a topological sort, or a "
+                                   "breadth-first walk, breaks this"),
+    "eq.by_value": ("two distinct nodes have equal data here: if Value defines __eq__/__hash__ by value, the visited set "
+                    "(or a dict) merges them; leave __eq__ and __hash__ as identity, or key the visited set by id(node)"),
+    "repr.default": "define __repr__ to show the data, such as Value(data=2.0)",
+    "repr.hides_data": "the repr must show the data, such as Value(data=2.0)",
+    # the net
+    "neuron.zero_init": ("every starting weight is the same number (zero?): a net whose neurons all start alike can never "
+                         "learn different features; draw each weight at random, e.g. random.uniform(-1, 1)"),
+    "neuron.same_weights_each_time": ("every new Neuron starts with the same weights: draw them at random when the "
+                                      "Neuron is made (random.uniform(-1, 1)), not fixed numbers"),
+    "neuron.init_out_of_range": ("some starting weight is far outside -1 .. 1: tanh saturates there and learning stalls; "
+                                 "draw weights from a small range such as random.uniform(-1, 1)"),
+    "neuron.graph_cut": ("the output is a new Value built from a plain number (such as Value(math.tanh(act.data))): the "
+                         "graph is cut there, so no gradient can reach the weights; use the Value's own .tanh()"),
+    "neuron.missing_tanh": "the neuron's output must be tanh(w.x + b); the tanh is missing",
+    "neuron.bias_first": "parameters() lists each neuron's bias before its weights; the spec is weights then bias",
+    "layer.returns_list_for_one": "Layer(nin, 1)(x) should return the one output Value itself, not a list",
+    "mlp.layers_all_take_nin": ("every layer takes nin inputs; layer i must take as many inputs as the layer before it "
+                                "has outputs: sizes = [nin] + nouts, Layer(sizes[i], sizes[i + 1])"),
+    "net.parameter_count": "parameters() must list every weight and bias, layer by layer, neuron by neuron",
+    "mse.is_sum": "this is the sum of squared errors; the mean divides by the number of examples",
+    "train.no_zero_grad": "gradients are never zeroed between steps, so they pile up: set every p.grad = 0 before backward()",
+    "train.ascends": "the parameters move up the gradient: the update is p.data -= lr * p.grad",
+    "train.records_after_update": "each recorded loss is the loss after that step's update: record loss.data before updating",
+    "train.ignores_lr": "train moves the parameters by a fixed step size: use the lr argument it is given",
+    "train.loss_never_changes": "the loss never changes: does each step call loss.backward() and move p.data by -lr * p.grad?",
+    "add.wrong_forward": "a + b must compute self.data + other.data",
+    "mul.wrong_forward": "a * b must compute self.data * other.data",
+    # single-notebook exercises
+    "derivative.no_half": ("the two points x + h and x - h are 2h apart: the central difference divides by 2 * h, "
+                           "not by h"),
+    "manual.root_is_one": "dL/dL is 1: start with L.grad = 1",
+    "manual.mul_swaps": ("for a product, each factor's gradient is the OTHER factor's data times the gradient flowing "
+                         "in (L = d * f: d.grad = f.data * L.grad)"),
+    "manual.add_routes": "a sum routes the gradient flowing in unchanged to both terms (d = e + c: c.grad = d.grad)",
+    "tanh_bricks.uses_tanh": "build tanh from the bricks (exp, +, -, /), not with x.tanh()",
+    "tanh_bricks.wrong_formula": "tanh(x) = (e**(2x) - 1) / (e**(2x) + 1): check the formula",
+    "tanh_bricks.brick_backward": "the forward value is right, so one brick's backward is wrong: run its own check again",
+    "grads_of.returns_data": "grads_of must return each leaf's .grad after backward(), not its .data",
+    "grads_of.not_fresh": "start from fresh Values on every call: gradients left from an earlier call pile up",
+    "derivative.forward_difference": ("this looks like a forward difference (f(x+h) - f(x)) / h, off by about h*f''(x)/2; "
+                                      "the central difference (f(x+h) - f(x-h)) / (2h) is far closer"),
+    "relerr.zero_over_zero": "two zeros agree perfectly; avoid dividing 0 by 0",
+    "relerr.max_without_abs": ("the scale must be max(abs(a), abs(b)): max(a, b) of two negative numbers is negative "
+                               "(or smaller than the larger magnitude)"),
+    "relerr.divides_by_b": ("the error must be relative to the LARGER of |a| and |b|, so that swapping a and b gives the "
+                            "same answer and b = 0 works: divide by max(abs(a), abs(b))"),
+    "relerr.min": "divide by the larger magnitude, max(abs(a), abs(b)), not the smaller",
+    "relerr.no_abs": "the error is a distance: take abs(a - b)",
+    # how a failure can have no diagnosis of its own
+    "common.leftover_raise": ("your code is there, but the stub's `raise NotImplementedError()` line below it is still "
+                              "there and stops it: delete that line"),
+}
+
+
+# The method a misconception lives in, by its id's prefix (for diagnoses whose numbers come from a whole expression).
+METHOD_OF = {"add": "Value.__add__", "mul": "Value.__mul__", "div": "Value.__truediv__", "tanh": "Value.tanh",
+             "exp": "Value.exp", "pow": "Value.__pow__", "sub": "Value.__neg__ / __sub__ / __rsub__",
+             "backward": "Value.backward", "eq": "Value.__eq__", "repr": "Value.__repr__", "node": "a Value operation",
+             "neuron": "Neuron", "layer": "Layer", "mlp": "MLP", "net": "parameters()", "mse": "mse_loss",
+             "train": "train", "derivative": "numerical_derivative", "relerr": "relative_error",
+             "manual": "the hand-filled grads", "tanh_bricks": "tanh_from_bricks", "grads_of": "grads_of",
+             "common": "any exercise"}
+
+
+def method_prefix(misconception: str | None) -> str:
+    """`Value.__add__: ` for a misconception of __add__, or ''."""
+    method = METHOD_OF.get((misconception or "").split(".")[0])
+    return f"{method}: " if method else ""
+
+
+def hint(misconception: str | None, name: str = "") -> str:
+    """The sentence for a misconception id, with `{name}` filled in ('' for None)."""
+    if not misconception:
+        return ""
+    return MISCONCEPTIONS[misconception].replace("{name}", name or "a node")
+
+
+def hint_line(misconception: str | None, name: str = "") -> str:
+    """`\\n  hint: ...` for a misconception id, or ''."""
+    text = hint(misconception, name)
+    return f"\n  hint: {text}" if text else ""
+
+
+REPRO_MARK = "\n  reproduce:\n"
+
+
+def repro_lines(lines: Sequence[str]) -> str:
+    """The indented `reproduce:` block that ends a failure message."""
+    return REPRO_MARK + "\n".join("    " + ln for ln in lines)
+
+
+def fmt(xs: Sequence[float]) -> str:
+    """Numbers to 6 significant digits, comma separated."""
+    return ", ".join(f"{x:.6g}" for x in xs)
+
+
+NOT_DEFINED = "not implemented yet: define {targets}"
+NOT_IMPLEMENTED = "not implemented yet: {error} (replace the `raise NotImplementedError()` line with your code)"
+LEFTOVER_RAISE = "{where} raised NotImplementedError, though your code is written above it"
+NEEDS_FIRST = "needs `{method}` to pass first; tested alone ({check}), it fails:\n{detail}"
+NEEDS_FIRST_UNFINISHED = "needs `{method}` to pass first: it is not implemented yet"
+SAME_CULPRIT = "fails because of `{method}`, see above"
+FOUND_ALONE = "  (found by testing `{method}` alone: {check})"
+MALFORMED = "the learner's process returned malformed data ({kind})"

@@ -1,0 +1,253 @@
+"""The net: Neuron, Layer, MLP, mse_loss and train (notebook 6), against the grader's own plain-float net."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+
+from ..settings import Tolerance
+from ..truth import net as nref
+from ..truth.numeric import grad_close, gradient, value_close
+from . import messages as msg
+from .base import Case, Check, Failure, Observation
+from .common import judge_by_probe, register
+from .engine import ENGINE
+
+NET_ENGINE = (*ENGINE, "tanh_local", "pow_local")  # the Value a net is built on: pinned first when a net check fails
+
+
+def _call(kind: str, nin: int, nouts: Sequence[int]) -> str:
+    return {"Neuron": f"Neuron({nin})", "Layer": f"Layer({nin}, {nouts[0]})", "MLP": f"MLP({nin}, {list(nouts)})"}[kind]
+
+
+def net_repro(build: str, weights: Sequence[float], *lines: str) -> str:
+    """Lines that rebuild a model with the case's weights and show the failing numbers."""
+    return msg.repro_lines([f"model = {build}", f"for p, w in zip(model.parameters(), {list(weights)!r}):",
+                            "    p.data = w", *lines])
+
+
+def net_cases(kind: str, shape: tuple[int, list[int]], n_inputs: int) -> Callable[[random.Random, bool], list[Case]]:
+    """Weights and inputs for a model of the given shape (and, for a Neuron, its own starting weights first)."""
+    nin, nouts = shape
+
+    def cases(rng: random.Random, hidden: bool) -> list[Case]:
+        out: list[Case] = [{"probe": "init", "nin": 4, "neurons": 3}] if kind == "Neuron" else []
+        for _ in range(2 if hidden else 1):
+            weights = nref.random_weights(rng, nin, nouts)
+            xs = [[round(rng.uniform(-1, 1), 3) for _ in range(nin)] for _ in range(n_inputs)]
+            out.append({"probe": kind.lower(), "nin": nin, "nouts": nouts, "weights": weights, "xs": xs})
+        return out
+
+    return cases
+
+
+def _init_repro(nin: int) -> str:
+    return msg.repro_lines(["for _ in range(3):", f"    print([p.data for p in Neuron({nin}).parameters()])"])
+
+
+def judge_init(case: Case, obs: Observation, tol: Tolerance) -> Failure | None:
+    """Starting weights: random (each Neuron its own), distinct within a neuron, within a sensible range."""
+    nin = case["nin"]
+    draws = obs["draws"]
+    call = f"Neuron({nin}).parameters()"
+    if any(len(d) != nin + 1 for d in draws):
+        return None  # the parameter count is judged with the outputs, which say more
+    weights = [d[:nin] for d in draws]
+    first = weights[0]
+    if len(set(first)) < nin:
+        return Failure(f"Neuron.__init__: the starting weights of {call}: expected {nin} different random numbers, "
+                       f"got {msg.fmt(first)}", "neuron.zero_init", method="Neuron", repro=_init_repro(nin))
+    if all(w == first for w in weights[1:]):
+        return Failure(f"Neuron.__init__: {len(draws)} new Neuron({nin}): expected different random weights each time, "
+                       f"got {msg.fmt(first)} every time", "neuron.same_weights_each_time", method="Neuron",
+                       repro=_init_repro(nin))
+    big = max(abs(x) for d in draws for x in d)
+    if big > 5.0:
+        return Failure(f"Neuron.__init__: the starting parameters of {call}: expected numbers of about -1 .. 1, got "
+                       f"{big:.6g}", "neuron.init_out_of_range", method="Neuron", repro=_init_repro(nin))
+    return None
+
+
+def judge_forward(kind: str) -> Callable[[Case, Observation, Tolerance], Failure | None]:
+    """Parameter count, outputs against the grader's own tanh layers (with a hint on order), and no graph cut."""
+
+    def judge(case: Case, obs: Observation, tol: Tolerance) -> Failure | None:
+        nin, nouts, weights = case["nin"], case["nouts"], case["weights"]
+        call = _call(kind, nin, nouts)
+        if obs["count"] != len(weights):
+            mis = "net.parameter_count"
+            if kind == "MLP" and obs["count"] == sum((nin + 1) * n for n in nouts):
+                mis = "mlp.layers_all_take_nin"
+            return Failure(f"{call}.parameters() has {obs['count']} Values, expected {len(weights)} "
+                           f"(every weight and bias, layer by layer, neuron by neuron)", mis, method=kind,
+                           repro=msg.repro_lines([f"print(len({call}.parameters()))  # expected {len(weights)}"]))
+        if kind == "Layer" and not obs["single_is_value"]:
+            x = [0.5] * nin
+            return Failure(f"Layer({nin}, 1)(x) should return the one output Value itself, not a list",
+                           "layer.returns_list_for_one",
+                           repro=msg.repro_lines([f"print(Layer({nin}, 1)({x!r}))  # expected one Value, not a list"]))
+        for x, got in zip(case["xs"], obs["outputs"]):
+            want = nref.forward(weights, nin, nouts, x)
+            if all(value_close(g, w, 1e-9) for g, w in zip(got, want)):
+                continue
+            mis = None
+            alt = nref.forward(weights, nin, nouts, x, bias_first=True)
+            if all(value_close(g, w, 1e-9) for g, w in zip(got, alt)):
+                mis = "neuron.bias_first"
+            elif all(value_close(g, w, 1e-9) for g, w in zip(got, nref.forward(weights, nin, nouts, x, activation=False))):
+                mis = "neuron.missing_tanh"
+            show = "model(x).data" if kind != "Layer" or nouts[0] == 1 else "[o.data for o in model(x)]"
+            repro = net_repro(call, weights, f"x = {x!r}", f"print({show})  # expected {msg.fmt(want)}")
+            return Failure(f"{call}(x) at x = {x} with weights set through parameters(): expected {msg.fmt(want)}, "
+                           f"got {msg.fmt(got)}", mis, repro=repro)
+        first = "[0]" if kind == "Layer" and nouts[0] > 1 else ""
+        if obs["reach"] < len(weights):  # a Layer's outputs reach their own neuron's parameters each
+            return Failure(f"{call}(x): expected the output's graph to reach all {len(weights)} parameters through "
+                           f"_prev, got {obs['reach']} (a graph cut)", "neuron.graph_cut", method="Neuron",
+                           repro=net_repro(call, weights, f"out = model({case['xs'][0]!r}){first}", "out.backward()",
+                                           "print([p.grad for p in model.parameters()])  # expected: not all zero"))
+        return None
+
+    return judge
+
+
+def net_during(case: Case) -> str:
+    """What ran when learner code raised on a net case."""
+    if case["probe"] == "init":
+        return f"\n  while making Neuron({case['nin']}) and reading its parameters()"
+    kind = {"neuron": "Neuron", "layer": "Layer", "mlp": "MLP"}[case["probe"]]
+    call = _call(kind, case["nin"], case["nouts"])
+    return f"\n  while building {call} and calling it" + net_repro(call, case["weights"], f"x = {case['xs'][0]!r}",
+                                                                  "print(model(x))")
+
+
+register(Check("neuron_forward", ("Neuron",), "Neuron(nin)(x) is tanh(w.x + b), from random starting weights",
+               net_cases("Neuron", (3, [1]), 3), judge_by_probe(init=judge_init, neuron=judge_forward("Neuron")),
+               group="net", during=net_during, isolate=NET_ENGINE))
+register(Check("layer_forward", ("Layer",), "Layer(nin, nout) holds nout neurons", net_cases("Layer", (3, [2]), 3),
+               judge_forward("Layer"), group="net", during=net_during, prerequisites=("neuron_forward",), isolate=NET_ENGINE))
+register(Check("mlp_forward", ("MLP",), "MLP(nin, nouts): parameters in order, layers chained",
+               net_cases("MLP", (3, [4, 4, 1]), 3), judge_forward("MLP"), group="net", during=net_during,
+               prerequisites=("layer_forward",), isolate=NET_ENGINE))
+
+# ---------------------------------------------------------------- loss and training
+
+LOSS_SHAPE = (2, [3, 1])
+LOSS_DATA_SIZE = 4
+
+
+def loss_cases(rng: random.Random, hidden: bool) -> list[Case]:
+    """A small model's weights and a four-example data set."""
+    nin, nouts = LOSS_SHAPE
+    cases = []
+    for _ in range(2 if hidden else 1):
+        weights = nref.random_weights(rng, nin, nouts)
+        xs = [[round(rng.uniform(-1, 1), 3) for _ in range(nin)] for _ in range(LOSS_DATA_SIZE)]
+        ys = [rng.choice((-1.0, 1.0)) * round(rng.uniform(0.5, 1.0), 3) for _ in range(LOSS_DATA_SIZE)]
+        cases.append({"probe": "loss", "nin": nin, "nouts": nouts, "weights": weights, "xs": xs, "ys": ys})
+    return cases
+
+
+def _loss_where(case: Case) -> str:
+    return f"mse_loss(MLP({case['nin']}, {case['nouts']}), xs, ys) with xs = {case['xs']}, ys = {case['ys']}"
+
+
+def judge_loss(case: Case, obs: Observation, tol: Tolerance) -> Failure | None:
+    """The loss is the mean squared error, and each parameter's gradient matches the numerical one."""
+    nin, nouts, weights, xs, ys = case["nin"], case["nouts"], case["weights"], case["xs"], case["ys"]
+    where = _loss_where(case)
+    if obs["count"] != len(weights):
+        return Failure(f"MLP({nin}, {nouts}).parameters() has {obs['count']} Values, expected {len(weights)}",
+                       "net.parameter_count")
+    want = nref.mse(weights, nin, nouts, xs, ys)
+    setup = [f"xs = {xs!r}; ys = {ys!r}", "loss = mse_loss(model, xs, ys)"]
+    if not value_close(obs["data"], want, tol.forward_rtol):
+        mis = "mse.is_sum" if value_close(obs["data"], want * len(xs), 1e-9) else None
+        repro = net_repro(f"MLP({nin}, {nouts})", weights, *setup, f"print(loss.data)  # expected {want:.10g}")
+        return Failure(f"{where}: expected {want:.10g}, got {obs['data']:.10g}", mis, repro=repro)
+    est = gradient(lambda *w: nref.mse(w, nin, nouts, xs, ys), weights)
+    for i, (g, e) in enumerate(zip(obs["grads"], est)):
+        if not grad_close(g, e.value, want, tol.rtol, tol.atol):
+            repro = net_repro(f"MLP({nin}, {nouts})", weights, *setup, "loss.backward()",
+                              f"print(model.parameters()[{i}].grad)  # expected {e.value:.10g}")
+            return Failure(f"gradient of parameter {i} (of {len(weights)}, in parameters() order) after "
+                           f"{where}.backward(): expected {e.value:.10g} (numerical), got {g:.10g}", repro=repro)
+    return None
+
+
+def loss_during(case: Case) -> str:
+    """What ran when learner code raised in mse_loss."""
+    repro = net_repro(f"MLP({case['nin']}, {case['nouts']})", case["weights"], f"xs = {case['xs']!r}; ys = {case['ys']!r}",
+                      "loss = mse_loss(model, xs, ys)", "loss.backward()", "print(loss.data)")
+    return f"\n  while computing {_loss_where(case)}{repro}"
+
+
+register(Check("mse_loss_backward", ("MLP", "mse_loss"), "mse_loss is the mean squared error, with its gradients",
+               loss_cases, judge_loss, group="net", during=loss_during, prerequisites=("mlp_forward",),
+               owns=("mse_loss",), isolate=NET_ENGINE))
+
+TRAIN_STEPS = 5
+TRAIN_LRS = (0.07, 0.13)  # never 0.1, the step size a train() that ignores its lr would likely use
+
+
+def train_cases(rng: random.Random, hidden: bool) -> list[Case]:
+    """Loss cases plus a step count and learning rate."""
+    cases = loss_cases(rng, hidden)
+    for i, c in enumerate(cases):
+        c.update(probe="train", steps=TRAIN_STEPS, lr=TRAIN_LRS[i % len(TRAIN_LRS)])
+    return cases
+
+
+TRAINING_MISTAKES = {"no_zero_grad": "train.no_zero_grad", "ascent": "train.ascends",
+                     "record_after": "train.records_after_update"}
+
+
+def _train_args(case: Case) -> dict:
+    return {k: case[k] for k in ("nin", "nouts", "weights", "xs", "ys", "steps", "lr")}
+
+
+def _train_where(case: Case) -> str:
+    return f"train(MLP({case['nin']}, {case['nouts']}), xs, ys, steps={case['steps']}, lr={case['lr']})"
+
+
+def _train_repro(case: Case, want: Sequence[float] | None = None) -> str:
+    comment = f"  # expected {msg.fmt(want)}" if want else ""
+    return net_repro(f"MLP({case['nin']}, {case['nouts']})", case["weights"], f"xs = {case['xs']!r}; ys = {case['ys']!r}",
+                     f"print(train(model, xs, ys, {case['steps']}, {case['lr']})){comment}")
+
+
+def judge_train(case: Case, obs: Observation, tol: Tolerance) -> Failure | None:
+    """The recorded losses follow plain gradient descent from the same start, and fall."""
+    args = _train_args(case)
+    where = _train_where(case)
+    want = nref.descend(**args)
+    repro = _train_repro(case, want)
+    got = obs["losses"]
+
+    def same(a: list[float], b: list[float]) -> bool:
+        return len(a) == len(b) and all(grad_close(x, y, y, tol.rtol, tol.atol) for x, y in zip(a, b))
+
+    if same(got, want):
+        return None if want[-1] < want[0] else Failure("the loss did not fall")
+    mis = None
+    first_same = bool(got) and same(got[:1], want[:1])  # all but record_after record the same first loss
+    for mistake, m in TRAINING_MISTAKES.items():
+        if mis is None and (first_same or mistake == "record_after") and same(
+                got, nref.descend(**args, mistake=mistake, quick=True)):
+            mis = m
+    if first_same:
+        for lr in (0.1, 0.01, 0.05, 1.0):
+            if mis is None and same(got, nref.descend(**{**args, "lr": lr}, quick=True)):
+                mis = "train.ignores_lr"
+    if mis is None and len(got) > 1 and all(x == got[0] for x in got):
+        mis = "train.loss_never_changes"
+    if len(got) != len(want):
+        return Failure(f"{where} returned {len(got)} losses, expected one per step ({len(want)})", repro=repro)
+    return Failure(f"{where}: expected losses {msg.fmt(want)} (plain gradient descent from the same weights), "
+                   f"got {msg.fmt(got)}", mis, repro=repro)
+
+
+register(Check("train_descends", ("MLP", "train"), "train() is plain gradient descent with its lr, and the loss falls",
+               train_cases, judge_train, group="net", prerequisites=("mse_loss_backward",), owns=("train",),
+               isolate=NET_ENGINE,
+               during=lambda case: f"\n  while running {_train_where(case)}{_train_repro(case)}"))

@@ -1,0 +1,140 @@
+"""The class report: one HTML page and one CSV per assignment, for the instructor ("what to re-teach on Monday").
+
+Score histograms per notebook (matplotlib, embedded as base64 PNG, so the page needs no server and no other file),
+and the most common misconceptions behind failed checks, with counts and the students who hit them.
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import html
+import io
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from ..checks.messages import METHOD_OF, MISCONCEPTIONS
+
+REPORT_DIR = "reports"
+
+
+class NotebookResult(Protocol):
+    """What the batch knows of one student's notebook (batch.Row)."""
+
+    student: str
+    notebook: str
+    score: float
+    max_score: float
+    status: str
+    misconceptions: list[str]
+
+
+@dataclass(frozen=True)
+class Misconception:
+    """One misconception as the class hit it."""
+
+    id: str
+    sentence: str
+    method: str
+    students: tuple[str, ...]
+    notebooks: tuple[str, ...]
+
+
+def common_misconceptions(rows: Sequence[NotebookResult]) -> list[Misconception]:
+    """Misconceptions by the number of students who hit them (most first), each student counted once."""
+    students: dict[str, set[str]] = defaultdict(set)
+    notebooks: dict[str, set[str]] = defaultdict(set)
+    for r in rows:
+        for m in r.misconceptions:
+            students[m].add(r.student)
+            notebooks[m].add(r.notebook)
+    ranked = sorted(students, key=lambda m: (-len(students[m]), m))
+    return [Misconception(m, MISCONCEPTIONS.get(m, "").replace("{name}", "a node"),
+                          METHOD_OF.get(m.split(".")[0], m.split(".")[0]),
+                          tuple(sorted(students[m])), tuple(sorted(notebooks[m]))) for m in ranked]
+
+
+def histogram_png(scores: Sequence[float], max_score: float, title: str) -> bytes:
+    """A bar chart of how many students got each score."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(4.8, 2.8), dpi=100)
+    ax = fig.add_subplot()
+    counts = Counter(round(s, 2) for s in scores)
+    xs = sorted(set(counts) | {0.0, round(max_score, 2)})
+    ax.bar([str(f"{x:g}") for x in xs], [counts.get(x, 0) for x in xs], color="#4c72b0")
+    ax.set_title(title, fontsize=10)
+    ax.set_xlabel(f"score (of {max_score:g})")
+    ax.set_ylabel("students")
+    ax.yaxis.get_major_locator().set_params(integer=True)
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    return buf.getvalue()
+
+
+def _esc(text: object) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def render_html(assignment: str, rows: Sequence[NotebookResult]) -> str:
+    """The whole page as one self-contained HTML string."""
+    by_notebook: dict[str, list[NotebookResult]] = defaultdict(list)
+    for r in rows:
+        by_notebook[r.notebook].append(r)
+    students = sorted({r.student for r in rows})
+    parts = [f"<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'><title>Class report: {_esc(assignment)}</title>",
+             "<style>body{font-family:sans-serif;max-width:1000px;margin:2em auto}table{border-collapse:collapse}"
+             "td,th{border:1px solid #ccc;padding:4px 8px;vertical-align:top}th{background:#eee}"
+             "figure{display:inline-block;margin:0 1em 1em 0}</style></head><body>",
+             f"<h1>Class report: {_esc(assignment)}</h1>",
+             f"<p>{len(students)} students, {len(by_notebook)} notebooks.</p>",
+             "<h2>Scores per notebook</h2><div id='histograms'>"]
+    for name in sorted(by_notebook):
+        items = by_notebook[name]
+        top = max((r.max_score for r in items), default=0.0)
+        mean = sum(r.score for r in items) / len(items)
+        png = base64.b64encode(histogram_png([r.score for r in items], top, name)).decode("ascii")
+        parts.append(f"<figure class='histogram' data-notebook='{_esc(name)}'><img alt='score histogram of {_esc(name)}' "
+                     f"src='data:image/png;base64,{png}'><figcaption>{_esc(name)}: mean {mean:.2f} of {top:g}"
+                     "</figcaption></figure>")
+    parts.append("</div><h2>Most common misconceptions</h2>")
+    common = common_misconceptions(rows)
+    if not common:
+        parts.append("<p id='no-misconceptions'>No failed check pointed at a known misconception.</p>")
+    else:
+        parts.append("<table id='misconceptions'><thead><tr><th>#</th><th>students</th><th>misconception</th>"
+                     "<th>where</th><th>what to re-teach</th><th>who</th></tr></thead><tbody>")
+        for i, m in enumerate(common, 1):
+            parts.append(f"<tr><td>{i}</td><td>{len(m.students)}</td><td><code>{_esc(m.id)}</code></td>"
+                         f"<td>{_esc(m.method)}<br><small>{_esc(', '.join(m.notebooks))}</small></td>"
+                         f"<td>{_esc(m.sentence)}</td><td>{_esc(', '.join(m.students))}</td></tr>")
+        parts.append("</tbody></table>")
+    parts.append("</body></html>\n")
+    return "\n".join(parts)
+
+
+def render_csv(rows: Sequence[NotebookResult]) -> str:
+    """misconception, method, students (count), the students, the sentence; most common first."""
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    w.writerow(["misconception", "method", "students", "student_ids", "notebooks", "sentence"])
+    for m in common_misconceptions(rows):
+        w.writerow([m.id, m.method, len(m.students), " ".join(m.students), " ".join(m.notebooks), m.sentence])
+    return buf.getvalue()
+
+
+def write(course_root: Path, assignment: str, rows: Sequence[NotebookResult]) -> Path:
+    """Write reports/<assignment>.html and reports/<assignment>-misconceptions.csv in the course; return the page."""
+    folder = Path(course_root) / REPORT_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    page = folder / f"{assignment}.html"
+    page.write_text(render_html(assignment, rows), encoding="utf-8")
+    (folder / f"{assignment}-misconceptions.csv").write_text(render_csv(rows), encoding="utf-8")
+    return page

@@ -1,0 +1,175 @@
+"""The probe side: what runs next to the learner's code, and all that does.
+
+It builds graphs from the learner's `Value` with the data a self-contained case carries (the expression's
+text, the inputs, the net's shape and weights), reads plain numbers back through `safe.read_number`, under a
+time limit with the learner's printing captured, and reports raw observations as plain JSON. It holds no
+answer: no expected value, no judge, no case generator, no numerical truth. It imports only the standard
+library and its own modules (a test proves it), so the batch grader's sandboxed worker can load it alone.
+
+API (called by the grading worker and by the in-kernel `check`):
+    missing(check_name, ns) -> list[str]                        targets the namespace lacks
+    observe(check_name, ns, case, check_timeout) -> dict        the observation, or {"error", "status", ...}
+"""
+
+from __future__ import annotations
+
+import dis
+import traceback
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from . import engine, exercises, net
+from .graphs import EXPRESSION_FILE
+from .safe import LearnerError, captured_output, describe, time_limit
+
+__all__ = ["NEEDS", "PROBES", "is_defined", "missing", "observe"]
+
+V = "Value"
+ADD, MUL, BWD = f"{V}.__add__", f"{V}.__mul__", f"{V}.backward"
+
+# What each check needs defined before its probes can run (a check may also exercise a method the learner
+# need not write: Value.__eq__ falls back to object's identity).
+NEEDS: dict[str, tuple[str, ...]] = {
+    "value_repr": (f"{V}.__repr__",),
+    "add_forward": (ADD,),
+    "mul_forward": (MUL,),
+    "backward_seeds_root": (MUL, BWD),
+    "add_backward": (ADD, BWD),
+    "mul_backward": (MUL, BWD),
+    "backward_accumulates": (ADD, MUL, BWD),
+    "backward_chain_order": (ADD, MUL, BWD),
+    "backward_topological_order": (ADD, MUL, BWD),
+    "backward_once_per_node": (ADD, MUL, BWD),
+    "backward_equal_data": (ADD, MUL, BWD),
+    "backward_alone": (BWD,),
+    "eq_identity": (),  # object's identity is the default
+    "tanh_local": (f"{V}.tanh",),
+    "exp_local": (f"{V}.exp",),
+    "pow_local": (f"{V}.__pow__",),
+    "tanh_backward": (f"{V}.tanh", BWD),
+    "exp_backward": (f"{V}.exp", BWD),
+    "pow_backward": (f"{V}.__pow__", BWD),
+    "neg_sub_backward": (f"{V}.__neg__", f"{V}.__sub__", BWD),
+    "div_backward": (f"{V}.__truediv__", BWD),
+    "number_operands": (f"{V}.__radd__", f"{V}.__rmul__", BWD),
+    "rsub_backward": (f"{V}.__rsub__", BWD),
+    "all_bricks": (f"{V}.exp", f"{V}.__truediv__", f"{V}.__pow__", f"{V}.__sub__", f"{V}.__rmul__", BWD),
+    "neuron_forward": ("Neuron",),
+    "layer_forward": ("Layer",),
+    "mlp_forward": ("MLP",),
+    "mse_loss_backward": ("MLP", "mse_loss"),
+    "train_descends": ("MLP", "train"),
+    "numerical_derivative": ("numerical_derivative",),
+    "relative_error": ("relative_error",),
+    "manual_backprop": exercises.MANUAL_NODES,
+    "add_local_backward": (ADD,),
+    "mul_local_backward": (MUL,),
+    "tanh_from_bricks": ("tanh_from_bricks",),
+    "grads_of": ("grads_of",),
+}
+
+Probe = Callable[[Mapping[str, Any], dict[str, Any]], dict[str, Any]]
+
+# The probe a case asks for, by its "probe" key.
+PROBES: dict[str, Probe] = {
+    "expression": engine.probe_expression,
+    "node": engine.probe_node,
+    "backward": engine.probe_backward,
+    "ladder": engine.probe_ladder,
+    "seed": engine.probe_seed,
+    "twins": engine.probe_twins,
+    "repr": engine.probe_repr,
+    "neuron": net.probe_neuron,
+    "init": net.probe_init,
+    "layer": net.probe_layer,
+    "mlp": net.probe_mlp,
+    "loss": net.probe_loss,
+    "train": net.probe_train,
+    "derivative": exercises.probe_derivative,
+    "relative_error": exercises.probe_relative_error,
+    "manual": exercises.probe_manual,
+    "tanh_bricks": exercises.probe_tanh_bricks,
+    "grads_of": exercises.probe_grads_of,
+}
+
+_PACKAGE_DIR = str(Path(__file__).resolve().parent.parent)
+
+
+def is_defined(ns: Mapping[str, Any], target: str) -> bool:
+    """True when the namespace defines a target such as `Value.__mul__`, `MLP` or `train`."""
+    head, _, attr = target.partition(".")
+    obj = ns.get(head)
+    if obj is None:
+        return False
+    if not attr:
+        return True
+    if not isinstance(obj, type):
+        return False
+    # object's own __repr__, __eq__, ... do not count as the learner's definition.
+    return any(attr in vars(k) for k in obj.__mro__ if k is not object)
+
+
+def missing(check_name: str, ns: Mapping[str, Any]) -> list[str]:
+    """The targets check `check_name` needs that the namespace lacks."""
+    return [t for t in NEEDS[check_name] if not is_defined(ns, t)]
+
+
+def _learner_frames(tb: Any) -> list[Any]:
+    """The traceback's frames that run learner code (not the grader's, not the expression text)."""
+    return [f for f, _ in traceback.walk_tb(tb)
+            if not f.f_code.co_filename.startswith((_PACKAGE_DIR, EXPRESSION_FILE))]
+
+
+def _name(frame: Any) -> str:
+    code = frame.f_code
+    return getattr(code, "co_qualname", code.co_name)
+
+
+def _did_work_before(frame: Any, lineno: int) -> bool:
+    """Whether the function stored attributes or made functions before the line that raised: the learner's code
+    is there, and the `raise NotImplementedError()` of the stub was left below it."""
+    line = 0
+    for ins in dis.get_instructions(frame.f_code):
+        starts = getattr(ins, "line_number", None) if isinstance(ins.starts_line, bool) else ins.starts_line
+        line = starts or line  # Python 3.13 moved the line number to line_number
+        if line >= lineno:
+            break
+        if ins.opname in ("STORE_ATTR", "MAKE_FUNCTION", "STORE_SUBSCR"):
+            return True
+    return False
+
+
+def _error(exc: BaseException) -> dict[str, Any]:
+    """An exception from learner code as data: what, where, and its status."""
+    frames = _learner_frames(exc.__traceback__)
+    where = _name(frames[-1]) if frames else ""
+    at = f" in {where}" if where else ""
+    obs: dict[str, Any] = {"status": "error", "where": where}
+    if isinstance(exc, NotImplementedError):
+        leftover = bool(frames) and _did_work_before(frames[-1], frames[-1].f_lineno)
+        obs.update(status="failed" if leftover else "not_implemented", leftover_raise=leftover,
+                   error=f"NotImplementedError raised{at}")
+    elif isinstance(exc, RecursionError):
+        obs["error"] = f"RecursionError{at}: the graph is only a few hundred nodes deep, so a method calls itself without end"
+    elif isinstance(exc, SystemExit):
+        obs["error"] = f"learner code called sys.exit(){at}"
+    elif not isinstance(exc, Exception):
+        obs["error"] = f"learner code raised {describe(exc)}{at}"
+    else:
+        obs["error"] = f"{describe(exc)}{at}"
+    return obs
+
+
+def observe(check_name: str, ns: Mapping[str, Any], case: dict[str, Any], check_timeout: float = 5.0) -> dict[str, Any]:
+    """Run the probe the case asks for on learner code, with a time limit and captured output; errors become data."""
+    probe = PROBES[case["probe"]]
+    try:
+        with captured_output(), time_limit(check_timeout):
+            return probe(ns, case)
+    except LearnerError as exc:
+        return {"error": str(exc), "status": "error", "where": ""}
+    except KeyboardInterrupt:
+        raise  # the person running the grader pressed Ctrl-C
+    except BaseException as exc:  # learner code may raise anything, SystemExit and GeneratorExit included
+        return _error(exc)

@@ -1,0 +1,170 @@
+"""Probes of the engine: graphs built from the learner's Value, read back as plain numbers.
+
+Every case is self-contained (the expression's text, the inputs, the graph's shape); nothing here knows an answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .graphs import compile_expression, op_text, operand_indices, walk_graph
+from .safe import LearnerError, read_number, short_repr
+
+Case = dict[str, Any]
+Observation = dict[str, Any]
+Namespace = Any
+
+
+def probe_expression(ns: Namespace, case: Case) -> Observation:
+    """Build the expression from fresh leaves `Value(x)`, run backward, read plain numbers."""
+    value = ns["Value"]
+    params, source = case["params"], case["source"]
+    leaves = [value(x) for x in case["inputs"]]
+    out = compile_expression(params, source)(*leaves)
+    if not hasattr(out, "data"):
+        raise LearnerError(f"`{source.splitlines()[-1]}` gave a {type(out).__name__} ({short_repr(out)}), not a Value: "
+                           "does every operator return a new Value?")
+    obs: Observation = {"data": read_number(out.data, "out.data")}
+    if case["backward"]:
+        out.backward()
+        obs["root_grad"] = read_number(out.grad, "out.grad after backward()")
+        obs["grads"] = [read_number(leaf.grad, f"{p}.grad") for p, leaf in zip(params, leaves)]
+    return obs
+
+
+NODE_OPS: dict[str, Callable[..., Any]] = {
+    "+": lambda a, b: a + b,
+    "*": lambda a, b: a * b,
+    "tanh": lambda a: a.tanh(),
+    "exp": lambda a: a.exp(),
+    "**": lambda a, k: a**k,
+}
+
+
+def probe_node(ns: Namespace, case: Case) -> Observation:
+    """One operation on fresh leaves, read straight off the result: data, children, op; then, when the case
+    presets gradients, one `out._backward()` call alone (where `=` instead of `+=` shows)."""
+    value = ns["Value"]
+    leaves = [value(x) for x in case["inputs"]]
+    operands = [leaves[i] for i in case["operands"]]  # `a + a` uses one leaf twice
+    args = [*operands, case["k"]] if case["op"] == "**" else operands
+    out = NODE_OPS[case["op"]](*args)
+    if not hasattr(out, "data"):
+        raise LearnerError(f"the {case['op']} gave a {type(out).__name__} ({short_repr(out)}), not a Value")
+    obs: Observation = {"data": read_number(out.data, "out.data"), "op": op_text(out),
+                        "children": operand_indices(out, leaves), "is_leaf": [out is leaf for leaf in leaves]}
+    if not obs["children"] or -1 in obs["children"]:  # composed of other nodes, or cut: does it reach its operands?
+        nodes, _ = walk_graph(out, 1000)
+        ids = {id(n) for n in nodes}
+        obs["reaches"] = [id(leaf) in ids for leaf in leaves]
+    if case.get("upstream") is not None:
+        for leaf, g in zip(leaves, case["preset"]):
+            leaf.grad = g
+        out.grad = case["upstream"]
+        out._backward()
+        obs["grads"] = [read_number(leaf.grad, f"{p}.grad") for p, leaf in zip("ab", leaves)]
+    return obs
+
+
+def probe_backward(ns: Namespace, case: Case) -> Observation:
+    """backward() alone: nodes made with the learner's constructor but carrying the grader's own recording
+    `_backward`s (each adds weight * its grad to its children), so the learner's operators play no part.
+
+    Nodes are listed children first; `edges` holds [parent, child, weight]; the last node is the root."""
+    value = ns["Value"]
+    kids: dict[int, list[int]] = {}
+    for p, c, _ in case["edges"]:
+        kids.setdefault(p, []).append(c)
+    nodes: list[Any] = []
+    for i, x in enumerate(case["data"]):
+        nodes.append(value(x, tuple(nodes[c] for c in kids.get(i, [])), "rec"))
+    calls: list[int] = []
+    grad_at_call: list[float | None] = [None] * len(nodes)
+    weights = {(p, c): w for p, c, w in case["edges"]}
+
+    def recorder(i: int) -> Callable[[], None]:
+        def _backward() -> None:
+            if len(calls) < 1000:
+                calls.append(i)
+            node = nodes[i]
+            if grad_at_call[i] is None:
+                grad_at_call[i] = read_number(node.grad, f"the grad of node {i}")
+            for c in kids.get(i, []):
+                nodes[c].grad = nodes[c].grad + weights[(i, c)] * node.grad
+
+        return _backward
+
+    for i, node in enumerate(nodes):
+        try:
+            node._backward = recorder(i)
+        except (AttributeError, TypeError) as exc:
+            raise LearnerError(f"could not set a node's _backward ({exc}): _backward should be an assignable "
+                               "attribute") from None
+    nodes[-1].backward()
+    return {"calls": calls, "grad_at_call": grad_at_call,
+            "grads": [read_number(n.grad, "out.grad" if n is nodes[-1] else f"the grad of node {i}")
+                      for i, n in enumerate(nodes)]}
+
+
+LADDER_RUNGS = 12
+
+
+def probe_ladder(ns: Namespace, case: Case) -> Observation:
+    """y = y * 0.5 + y * 0.5 repeated; count each node's _backward calls during one backward()."""
+    value = ns["Value"]
+    x = value(case["x"])
+    y = x
+    for _ in range(case.get("rungs", LADDER_RUNGS)):
+        y = y * 0.5 + y * 0.5
+    out = y * 3.0
+    nodes, kids = walk_graph(out)
+    calls: dict[int, int] = {}
+
+    def counting(node: Any) -> Callable[[], Any]:
+        inner = node._backward
+
+        def wrapped() -> Any:
+            calls[id(node)] = calls.get(id(node), 0) + 1
+            return inner()
+
+        return wrapped
+
+    for node in nodes:
+        try:
+            node._backward = counting(node)
+        except (AttributeError, TypeError) as exc:
+            raise LearnerError(f"could not wrap a node's _backward to count calls ({exc}): "
+                               "_backward should be an assignable attribute") from None
+    out.backward()
+    inner = [id(n) for n in nodes if kids[id(n)]]
+    leaves = [id(n) for n in nodes if not kids[id(n)]]
+    return {
+        "inner_calls": [calls.get(i, 0) for i in inner],
+        "leaf_calls": [calls.get(i, 0) for i in leaves],
+        "grad": read_number(x.grad, "x.grad"),
+        "data": read_number(out.data, "out.data"),
+    }
+
+
+def probe_seed(ns: Namespace, case: Case) -> Observation:
+    """The root's grad after backward(), on a graph whose gradients start at zero."""
+    value = ns["Value"]
+    a, b = value(case["inputs"][0]), value(case["inputs"][1])
+    out = a * b
+    out.backward()
+    return {"root_grad": read_number(out.grad, "out.grad"), "a_grad": read_number(a.grad, "a.grad")}
+
+
+def probe_twins(ns: Namespace, case: Case) -> Observation:
+    """Two distinct leaves with equal data: do a set and a dict keep them apart?"""
+    a, b = ns["Value"](case["x"]), ns["Value"](case["x"])
+    return {"in_set": len({a, b}), "in_dict": len({a: 1, b: 2})}
+
+
+def probe_repr(ns: Namespace, case: Case) -> Observation:
+    """repr() of a fresh leaf."""
+    text = repr(ns["Value"](case["x"]))
+    if not isinstance(text, str):  # pragma: no cover - repr() itself enforces str
+        raise LearnerError("repr() did not return a str")
+    return {"repr": str.__str__(text)[:500]}

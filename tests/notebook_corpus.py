@@ -1,0 +1,276 @@
+"""Notebook-level corpus: mistakes and correct alternatives injected into the real workbook, keyed by nbgrader cell id.
+
+Each mistake is a list of exact text substitutions in one solution cell (every one must apply once), the
+misconception the check right under that exercise must name, and the method it must name. Each alternative is a
+correct solution written another way. tests/test_notebook_corpus.py runs the notebooks in-process.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import io
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parent.parent
+SOURCE = ROOT / "solutions" / "workbook"
+MARKERS = ("### BEGIN SOLUTION", "### END SOLUTION", "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS")
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A notebook with one solution cell edited."""
+
+    notebook: str
+    cell: str  # the nbgrader grade_id of the solution cell
+    subs: tuple[tuple[str, str], ...]
+    misconception: str | None = None  # None: a correct alternative
+    method: str = ""  # the method (or exercise) the diagnosis must name
+
+
+def bug(notebook: str, cell: str, misconception: str, method: str, *subs: tuple[str, str]) -> Variant:
+    return Variant(notebook, cell, tuple(subs), misconception, method)
+
+
+def alt(notebook: str, cell: str, *subs: tuple[str, str]) -> Variant:
+    return Variant(notebook, cell, tuple(subs))
+
+
+N1, N2, N3, N4, N5, N6 = ("01_derivatives", "02_values", "03_backward", "04_bricks", "05_pytorch", "06_neural_net")
+REL = "    scale = max(abs(a), abs(b))\n    return 0.0 if scale == 0 else abs(a - b) / scale\n"
+BUILD = "    def build(v):\n        if v not in visited:\n            visited.add(v)\n            for child in v._prev:\n" \
+        "                build(child)\n            topo.append(v)\n"
+NEURON_OUT = "return sum((wi * xi for wi, xi in zip(self.w, x)), self.b).tanh()"
+TRAIN_LOOP = ("        losses.append(loss.data)\n        for p in model.parameters():\n            p.grad = 0.0\n"
+              "        loss.backward()\n        for p in model.parameters():\n            p.data -= lr * p.grad\n")
+
+MISTAKES: dict[str, Variant] = {
+    # 01: numerical derivative and relative error
+    "forward_difference": bug(N1, "ex_01_numerical_derivative", "derivative.forward_difference", "numerical_derivative",
+                              ("(f(x + h) - f(x - h)) / (2 * h)", "(f(x + h) - f(x)) / h")),
+    "central_without_half": bug(N1, "ex_01_numerical_derivative", "derivative.no_half", "numerical_derivative",
+                                ("/ (2 * h)", "/ h")),
+    "relerr_max_without_abs": bug(N1, "ex_01_relative_error", "relerr.max_without_abs", "relative_error",
+                                  ("max(abs(a), abs(b))", "max(a, b)")),
+    "relerr_divides_by_b": bug(N1, "ex_01_relative_error", "relerr.divides_by_b", "relative_error",
+                               ("abs(a - b) / scale", "abs(a - b) / abs(b)")),
+    "relerr_min": bug(N1, "ex_01_relative_error", "relerr.min", "relative_error",
+                      ("max(abs(a), abs(b))", "min(abs(a), abs(b))")),
+    "relerr_no_abs": bug(N1, "ex_01_relative_error", "relerr.no_abs", "relative_error", ("abs(a - b)", "(a - b)")),
+    "relerr_zero_over_zero": bug(N1, "ex_01_relative_error", "relerr.zero_over_zero", "relative_error",
+                                 ("0.0 if scale == 0 else abs(a - b) / scale", "abs(a - b) / scale")),
+    # 02: Value, + and *, hand-filled gradients
+    "repr_hides_data": bug(N2, "ex_02_value_class", "repr.hides_data", "Value.__repr__",
+                           ('return f"Value(data={self.data})"', 'return f"Value(grad={self.grad})"')),
+    "repr_default": bug(N2, "ex_02_value_class", "repr.default", "Value.__repr__",
+                        ('return f"Value(data={self.data})"', "return object.__repr__(self)")),
+    "add_no_children": bug(N2, "ex_02_add", "add.no_children", "Value.__add__",
+                           ('Value(self.data + other.data, (self, other), "+")', "Value(self.data + other.data)")),
+    "add_records_star": bug(N2, "ex_02_add", "add.wrong_op", "Value.__add__", ('(self, other), "+")', '(self, other), "*")')),
+    "add_one_child": bug(N2, "ex_02_add", "node.wrong_children", "Value.__add__", ('(self, other), "+")', '(self,), "+")')),
+    "add_subtracts": bug(N2, "ex_02_add", "add.wrong_forward", "Value.__add__", ("self.data + other.data", "self.data - other.data")),
+    "mul_records_plus": bug(N2, "ex_02_mul", "mul.wrong_op", "Value.__mul__", ('(self, other), "*")', '(self, other), "+")')),
+    "mul_no_children": bug(N2, "ex_02_mul", "mul.no_children", "Value.__mul__",
+                           ('Value(self.data * other.data, (self, other), "*")', "Value(self.data * other.data)")),
+    "mul_adds": bug(N2, "ex_02_mul", "mul.wrong_forward", "Value.__mul__", ("self.data * other.data", "self.data + other.data")),
+    "manual_mul_unswapped": bug(N2, "ex_02_manual_grads", "manual.mul_swaps", "a.grad",
+                                ("a.grad = b.data * e.grad", "a.grad = a.data * e.grad")),
+    "manual_add_not_routed": bug(N2, "ex_02_manual_grads", "manual.add_routes", "c.grad", ("c.grad = d.grad", "c.grad = 1.0")),
+    # 03: local rules and backward()
+    "add_assigns": bug(N3, "ex_03_add", "add.assigns_instead_of_accumulating", "Value.__add__",
+                       ("self.grad += out.grad", "self.grad = out.grad")),
+    "add_forgets_other": bug(N3, "ex_03_add", "add.forgets_an_operand", "Value.__add__", ("        other.grad += out.grad\n", "")),
+    "add_uses_out_data": bug(N3, "ex_03_add", "node.uses_out_data", "Value.__add__",
+                             ("self.grad += out.grad", "self.grad += out.data"), ("other.grad += out.grad", "other.grad += out.data")),
+    "add_not_attached": bug(N3, "ex_03_add", "node.backward_not_attached", "Value.__add__", ("    out._backward = _backward\n", "")),
+    "add_missing_upstream": bug(N3, "ex_03_add", "node.missing_upstream", "Value.__add__",
+                                ("self.grad += out.grad", "self.grad += 1.0"), ("other.grad += out.grad", "other.grad += 1.0")),
+    "add_leftover_raise": bug(N3, "ex_03_add", "common.leftover_raise", "__add__",
+                              ("    out._backward = _backward\n", "    out._backward = _backward\n    raise NotImplementedError()\n")),
+    "mul_unswapped": bug(N3, "ex_03_mul", "mul.unswapped", "Value.__mul__",
+                         ("self.grad += other.data * out.grad", "self.grad += self.data * out.grad"),
+                         ("other.grad += self.data * out.grad", "other.grad += other.data * out.grad")),
+    "mul_assigns": bug(N3, "ex_03_mul", "mul.assigns_instead_of_accumulating", "Value.__mul__",
+                       ("other.grad += self.data", "other.grad = self.data")),
+    "mul_missing_upstream": bug(N3, "ex_03_mul", "node.missing_upstream", "Value.__mul__",
+                                ("other.data * out.grad", "other.data"), ("self.data * out.grad", "self.data")),
+    "mul_uses_out_data": bug(N3, "ex_03_mul", "node.uses_out_data", "Value.__mul__",
+                             ("other.data * out.grad", "other.data * out.data"), ("self.data * out.grad", "self.data * out.data")),
+    "backward_forward_order": bug(N3, "ex_03_backward", "backward.forward_order", "Value.backward",
+                                  ("for node in reversed(topo):", "for node in topo:")),
+    "backward_not_seeded": bug(N3, "ex_03_backward", "backward.root_not_seeded", "Value.backward", ("    self.grad = 1.0\n", "")),
+    "backward_no_visited_set": bug(N3, "ex_03_backward", "backward.runs_a_node_twice", "Value.backward",
+                                   ("if v not in visited:", "if True:")),
+    "backward_breadth_first": bug(N3, "ex_03_backward", "backward.breadth_first", "Value.backward",
+                                  ("    topo, visited = [], set()\n\n" + BUILD + "\n    build(self)\n    self.grad = 1.0\n"
+                                   "    for node in reversed(topo):\n        node._backward()\n",
+                                   "    self.grad = 1.0\n    queue, seen = [self], {id(self)}\n    while queue:\n"
+                                   "        node = queue.pop(0)\n        node._backward()\n        for child in node._prev:\n"
+                                   "            if id(child) not in seen:\n                seen.add(id(child))\n"
+                                   "                queue.append(child)\n")),
+    # 04: the bricks
+    "tanh_uses_input": bug(N4, "ex_04_tanh", "tanh.uses_input", "Value.tanh", ("(1 - t**2)", "(1 - self.data**2)")),
+    "tanh_one_minus_t": bug(N4, "ex_04_tanh", "tanh.one_minus_t", "Value.tanh", ("(1 - t**2)", "(1 - t)")),
+    "tanh_without_child": bug(N4, "ex_04_tanh", "tanh.graph_cut", "Value.tanh", ("Value(t, (self,), ", "Value(t, (), ")),
+    "tanh_uses_out_data": bug(N4, "ex_04_tanh", "node.uses_out_data", "Value.tanh", ("* out.grad", "* out.data")),
+    "exp_derivative_is_input": bug(N4, "ex_04_exp", "exp.derivative_is_input", "Value.exp",
+                                   ("out.data * out.grad", "self.data * out.grad")),
+    "pow_keeps_power": bug(N4, "ex_04_pow", "pow.derivative_keeps_power", "Value.__pow__",
+                           ("k * self.data ** (k - 1)", "k * self.data**k")),
+    "neg_is_identity": bug(N4, "ex_04_neg_sub", "sub.sign_flipped", "__neg__", ("return self * -1", "return self * 1")),
+    "div_inverted": bug(N4, "ex_04_div", "div.operands_inverted", "__truediv__", ("self * other**-1", "other * self**-1")),
+    "rsub_reversed": bug(N4, "ex_04_reflected", "sub.sign_flipped", "__rsub__", ("return other + (-self)", "return self + (-other)")),
+    "tanh_bricks_wrong_formula": bug(N4, "ex_04_tanh_from_bricks", "tanh_bricks.wrong_formula", "tanh_from_bricks",
+                                     ("(e - 1) / (e + 1)", "(e + 1) / (e - 1)")),
+    "tanh_bricks_uses_tanh": bug(N4, "ex_04_tanh_from_bricks", "tanh_bricks.uses_tanh", "tanh_from_bricks",
+                                 ("return (e - 1) / (e + 1)", "return x.tanh()")),
+    # 05
+    "grads_of_returns_data": bug(N5, "ex_05_grads_of", "grads_of.returns_data", "grads_of",
+                                 ("[leaf.grad for leaf in leaves]", "[leaf.data for leaf in leaves]")),
+    # 06: the net
+    "neuron_zero_init": bug(N6, "ex_06_neuron", "neuron.zero_init", "Neuron",
+                            ("Value(random.uniform(-1, 1)) for _ in range(nin)", "Value(0.0) for _ in range(nin)"),
+                            ("self.b = Value(random.uniform(-1, 1))", "self.b = Value(0.0)")),
+    "neuron_same_weights": bug(N6, "ex_06_neuron", "neuron.same_weights_each_time", "Neuron",
+                               ("Value(random.uniform(-1, 1)) for _ in range(nin)", "Value(0.1 * (i + 1)) for i in range(nin)")),
+    "neuron_graph_cut": bug(N6, "ex_06_neuron", "neuron.graph_cut", "Neuron",
+                            (NEURON_OUT, "act = sum((wi * xi for wi, xi in zip(self.w, x)), self.b)\n"
+                                         "        return Value(math.tanh(act.data))")),
+    "neuron_bias_first": bug(N6, "ex_06_neuron", "neuron.bias_first", "Neuron", ("return self.w + [self.b]", "return [self.b] + self.w")),
+    "neuron_without_tanh": bug(N6, "ex_06_neuron", "neuron.missing_tanh", "Neuron", (NEURON_OUT, NEURON_OUT[:-len(".tanh()")])),
+    "layer_list_for_one": bug(N6, "ex_06_layer", "layer.returns_list_for_one", "Layer",
+                              ("return outs[0] if len(outs) == 1 else outs", "return outs")),
+    "mlp_layers_all_nin": bug(N6, "ex_06_mlp", "mlp.layers_all_take_nin", "MLP",
+                              ("Layer(sizes[i], sizes[i + 1])", "Layer(nin, sizes[i + 1])")),
+    "mse_is_sum": bug(N6, "ex_06_mse_loss", "mse.is_sum", "mse_loss", (" / len(xs)", "")),
+    "train_no_zero_grad": bug(N6, "ex_06_train", "train.no_zero_grad", "train", ("            p.grad = 0.0\n", "            pass\n")),
+    "train_ascends": bug(N6, "ex_06_train", "train.ascends", "train", ("p.data -= lr * p.grad", "p.data += lr * p.grad")),
+    "train_ignores_lr": bug(N6, "ex_06_train", "train.ignores_lr", "train", ("p.data -= lr * p.grad", "p.data -= 0.1 * p.grad")),
+    "train_records_after": bug(N6, "ex_06_train", "train.records_after_update", "train",
+                               (TRAIN_LOOP, TRAIN_LOOP.replace("        losses.append(loss.data)\n", "")
+                                + "        losses.append(mse_loss(model, xs, ys).data)\n")),
+}
+
+ALTERNATIVES: dict[str, Variant] = {
+    "derivative_half_steps": alt(N1, "ex_01_numerical_derivative",
+                                 ("(f(x + h) - f(x - h)) / (2 * h)", "(f(x + h / 2) - f(x - h / 2)) / h")),
+    "relerr_equal_first": alt(N1, "ex_01_relative_error",
+                              (REL, "    if a == b:\n        return 0.0\n    return abs(a - b) / max(abs(a), abs(b))\n")),
+    "repr_rounded": alt(N2, "ex_02_value_class", ('return f"Value(data={self.data})"', 'return f"Value({self.data:.3f})"')),
+    "add_list_children": alt(N2, "ex_02_add", ("(self, other), \"+\")", "[self, other], \"+\")")),
+    "mul_keywords": alt(N2, "ex_02_mul", ('return Value(self.data * other.data, (self, other), "*")',
+                                          'out = Value(self.data * other.data, _children=(self, other), _op="*")\n    return out')),
+    "manual_other_order": alt(N2, "ex_02_manual_grads", ("L.grad = 1.0\nf.grad = d.data * L.grad\nd.grad = f.data * L.grad\n",
+                                                         "L.grad = 1\nd.grad = L.grad * f.data\nf.grad = L.grad * d.data\n")),
+    "add_sum_assign": alt(N3, "ex_03_add", ("self.grad += out.grad", "self.grad = self.grad + out.grad")),
+    "mul_factor_order": alt(N3, "ex_03_mul", ("self.grad += other.data * out.grad", "self.grad += out.grad * other.data")),
+    "backward_iterative": alt(N3, "ex_03_backward",
+                              ("    topo, visited = [], set()\n\n" + BUILD + "\n    build(self)\n",
+                               "    topo, seen, stack = [], set(), [(self, False)]\n    while stack:\n"
+                               "        v, done = stack.pop()\n        if done:\n            topo.append(v)\n"
+                               "        elif id(v) not in seen:\n            seen.add(id(v))\n"
+                               "            stack.append((v, True))\n            stack.extend((c, False) for c in v._prev)\n")),
+    "backward_id_keys": alt(N3, "ex_03_backward", ("if v not in visited:", "if id(v) not in visited:"),
+                            ("visited.add(v)", "visited.add(id(v))")),
+    "tanh_exp_formula": alt(N4, "ex_04_tanh", ("t = math.tanh(self.data)",
+                                               "e2 = math.exp(2 * self.data)\n    t = (e2 - 1) / (e2 + 1)")),
+    "neg_sub_by_mul": alt(N4, "ex_04_neg_sub", ("return self + (-other)", "return self + other * -1")),
+    "tanh_bricks_sinh_cosh": alt(N4, "ex_04_tanh_from_bricks",
+                                 ("e = (2 * x).exp()\n    return (e - 1) / (e + 1)",
+                                  "return (x.exp() - (-x).exp()) / (x.exp() + (-x).exp())")),
+    "grads_of_named": alt(N5, "ex_05_grads_of", ("f(*leaves).backward()", "out = f(*leaves)\n    out.backward()")),
+    "neuron_gauss": alt(N6, "ex_06_neuron", ("Value(random.uniform(-1, 1)) for _ in range(nin)",
+                                             "Value(random.gauss(0, 0.5)) for _ in range(nin)"),
+                        ("self.b = Value(random.uniform(-1, 1))", "self.b = Value(0.0)")),
+    "mlp_loop": alt(N6, "ex_06_mlp", ("sizes = [nin] + nouts\n"
+                                      "        self.layers = [Layer(sizes[i], sizes[i + 1]) for i in range(len(nouts))]",
+                                      "self.layers = []\n        for nout in nouts:\n            self.layers.append(Layer(nin, nout))\n"
+                                      "            nin = nout")),
+    "mse_loop": alt(N6, "ex_06_mse_loss", ("return sum((model(x) - y) ** 2 for x, y in zip(xs, ys)) / len(xs)",
+                                           "total = Value(0.0)\n    for x, y in zip(xs, ys):\n        diff = model(x) - y\n"
+                                           "        total = total + diff * diff\n    return total * (1.0 / len(xs))")),
+    "train_zero_after_update": alt(N6, "ex_06_train",
+                                   (TRAIN_LOOP, "        losses.append(loss.data)\n        loss.backward()\n"
+                                    "        for p in model.parameters():\n            p.data -= lr * p.grad\n"
+                                    "            p.grad = 0\n")),
+}
+
+
+def grade_id(cell: Any) -> str | None:
+    return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+
+
+def notebook(variant: Variant) -> nbformat.NotebookNode:
+    """The solution notebook with the variant's substitutions applied to its cell."""
+    nb = nbformat.read(SOURCE / f"{variant.notebook}.ipynb", as_version=4)
+    cell = next(c for c in nb.cells if grade_id(c) == variant.cell)
+    src = cell.source
+    for old, new in variant.subs:
+        assert src.count(old) == 1, f"{variant}: {old!r} occurs {src.count(old)} times in {variant.cell}"
+        src = src.replace(old, new)
+    cell.source = src
+    return nb
+
+
+def check_calls(source: str) -> list[tuple[tuple[str, ...], bool]]:
+    """The `check(...)` calls of a grade cell: names and whether hidden."""
+    calls = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "check":
+            names = tuple(a.value for a in node.args if isinstance(a, ast.Constant))
+            hidden = any(k.arg == "hidden" and getattr(k.value, "value", False) for k in node.keywords)
+            calls.append((names, hidden))
+    return calls
+
+
+@dataclass
+class Run:
+    """What running a notebook in-process left: each grade cell's results, summary output, cell errors."""
+
+    grades: list[tuple[str, list[Any], list[Any]]] = field(default_factory=list)  # (grade_id, visible, hidden)
+    seconds: dict[str, tuple[float, float]] = field(default_factory=dict)  # grade_id -> (visible, visible + hidden)
+    summary: str = ""
+    errors: dict[str, str] = field(default_factory=dict)
+
+
+def run(nb: nbformat.NotebookNode) -> Run:
+    """Execute the code cells in one namespace (as a kernel would); grade cells are judged by calling the checks."""
+    from autograder import checks
+
+    os.environ.setdefault("MPLBACKEND", "Agg")
+    os.environ["NBGRADER_EXECUTION"] = "autograde"  # demos run short, as under nbgrader (check cells are called here)
+    out = Run()
+    ns: dict[str, Any] = {"__name__": "__main__"}
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        src = "\n".join(ln for ln in cell.source.splitlines() if ln.strip() not in MARKERS)
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        if meta.get("grade") and not meta.get("solution"):
+            visible, hidden = [], []
+            spent = [0.0, 0.0]
+            for names, is_hidden in check_calls(src):
+                start = time.perf_counter()
+                results = checks.run_checks([checks.get(n) for n in names], ns, hidden=is_hidden)
+                spent[is_hidden] += time.perf_counter() - start
+                (hidden if is_hidden else visible).extend(results)
+            out.grades.append((meta["grade_id"], visible, hidden))
+            out.seconds[meta["grade_id"]] = (spent[0], spent[0] + spent[1])
+            continue
+        buf = io.StringIO()
+        if not meta and ("plot_" in src or "draw_graph(" in src or "plt." in src):
+            continue  # pictures: never graded, and slow to draw
+        try:
+            with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(io.StringIO()):
+                exec(compile(src, f"<cell {i}>", "exec"), ns)
+        except BaseException as exc:  # a buggy engine may break a demo cell; the learner would run on
+            out.errors[grade_id(cell) or f"cell {i}"] = f"{type(exc).__name__}: {exc}"
+        if "summary(" in src:
+            out.summary += buf.getvalue()
+    return out

@@ -1,0 +1,100 @@
+"""The class report: per-assignment HTML (score histograms, most common misconceptions) and CSV, self-contained."""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import grading_corpus as gc
+import pytest
+
+from autograder.checks.messages import MISCONCEPTIONS
+from autograder.grading import class_report
+
+CHROMIUM = Path("/usr/bin/chromium")
+
+
+@dataclass
+class Row:
+    student: str
+    notebook: str
+    score: float
+    max_score: float
+    status: str = "graded"
+    misconceptions: list[str] = field(default_factory=list)
+
+
+ROWS = [
+    Row("ada", "03_backward", 6, 8, misconceptions=["add.assigns_instead_of_accumulating"]),
+    Row("bob", "03_backward", 2, 8, misconceptions=["add.assigns_instead_of_accumulating", "backward.forward_order"]),
+    Row("cy<script>", "03_backward", 7, 8, misconceptions=["backward.forward_order"]),
+    Row("ada", "04_bricks", 9, 11, misconceptions=["tanh.uses_input"]),
+    Row("bob", "04_bricks", 7, 11, misconceptions=["tanh.uses_input", "add.assigns_instead_of_accumulating"]),
+    Row("cy<script>", "04_bricks", 0, 11, status="not graded"),
+]
+
+
+def test_misconceptions_are_ranked_by_students_each_counted_once():
+    common = class_report.common_misconceptions(ROWS)
+    assert [(m.id, len(m.students)) for m in common] == [
+        ("add.assigns_instead_of_accumulating", 2), ("backward.forward_order", 2), ("tanh.uses_input", 2)]
+    assert common[0].students == ("ada", "bob") and common[0].method == "Value.__add__"
+    assert common[0].sentence == MISCONCEPTIONS["add.assigns_instead_of_accumulating"].replace("{name}", "a node")
+
+
+def test_csv_has_one_row_per_misconception_most_common_first():
+    rows = list(csv.DictReader(io.StringIO(class_report.render_csv(ROWS))))
+    assert [r["misconception"] for r in rows] == ["add.assigns_instead_of_accumulating", "backward.forward_order", "tanh.uses_input"]
+    assert rows[0]["students"] == "2" and rows[0]["student_ids"] == "ada bob"
+
+
+def test_page_is_self_contained_and_escapes_student_names():
+    page = class_report.render_html("workbook", ROWS)
+    assert page.count("data:image/png;base64,") == 2 and "<script>" not in page and "cy&lt;script&gt;" in page
+    assert "http" not in page.replace("data:image", "")  # no server, no link to fetch
+
+
+@pytest.mark.browser
+def test_report_opens_in_chromium_with_its_histograms_and_table(tmp_path):
+    if not CHROMIUM.exists():
+        if os.environ.get("CI") == "true":
+            pytest.fail("CI=true but /usr/bin/chromium is missing")
+        pytest.skip("no /usr/bin/chromium")
+    from playwright.sync_api import sync_playwright
+
+    page_path = class_report.write(tmp_path, "workbook", ROWS)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True,
+                                    args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+        try:
+            page = browser.new_page()
+            page.goto(page_path.as_uri())
+            widths = page.eval_on_selector_all("#histograms img", "imgs => imgs.map(i => i.complete && i.naturalWidth)")
+            assert len(widths) == 2 and all(w and w > 100 for w in widths)
+            rows = page.eval_on_selector_all("#misconceptions tbody tr", "rs => rs.map(r => r.innerText)")
+            assert len(rows) == 3 and "add.assigns_instead_of_accumulating" in rows[0] and "ada, bob" in rows[0]
+            assert page.title() == "Class report: workbook"
+        finally:
+            browser.close()
+
+
+@pytest.mark.slow
+def test_grade_writes_the_report_with_the_misconceptions_the_checks_named(tmp_path):
+    root = gc.make_course(tmp_path / "course")
+    students = {"correct_a": [], "mul_no_swap": gc.EDITS["mul_no_swap"], "relerr_min": gc.EDITS["relerr_min"]}
+    for s, edits in students.items():
+        gc.submit(root, s, gc.submission(root, ["derivatives", "engine"], edits))
+    done = gc.grade_ours(root)
+    assert done.returncode == 0, done.stderr
+    page = (root / "reports" / f"{gc.ASSIGNMENT}.html").read_text()
+    rows = {r["misconception"]: r for r in csv.DictReader(
+        (root / "reports" / f"{gc.ASSIGNMENT}-misconceptions.csv").open())}
+    assert rows["mul.unswapped"]["student_ids"] == "mul_no_swap"
+    assert rows["relerr.min"]["student_ids"] == "relerr_min"
+    assert page.count("data:image/png;base64,") == 1 and "mul.unswapped" in page
+    again = gc.grade_ours(root)  # unchanged submissions are skipped, and their misconceptions kept
+    assert again.returncode == 0
+    assert "mul.unswapped" in (root / "reports" / f"{gc.ASSIGNMENT}.html").read_text()

@@ -1,0 +1,49 @@
+"""Every notebook-level mistake fails first at the check cell right under its exercise, naming the method and the
+misconception; every correct alternative keeps every point; no notebook with a bug prints "done"."""
+
+from __future__ import annotations
+
+import pytest
+from notebook_corpus import ALTERNATIVES, MISTAKES, grade_id, notebook, run
+
+from autograder.checks.messages import hint
+
+pytestmark = pytest.mark.slow
+
+
+def test_the_corpus_is_large_enough():
+    assert len(MISTAKES) >= 40 and len(ALTERNATIVES) >= 15
+    assert len({m.misconception for m in MISTAKES.values()}) >= 35
+
+
+def check_cell_under(nb, cell: str) -> str:
+    """The grade_id of the first grade cell after the solution cell `cell`."""
+    ids = [grade_id(c) for c in nb.cells]
+    after = ids.index(cell)
+    return next(grade_id(c) for c in nb.cells[after + 1:]
+                if c.get("metadata", {}).get("nbgrader", {}).get("grade") and not c.metadata.nbgrader.get("solution"))
+
+
+@pytest.mark.parametrize("name", sorted(MISTAKES))
+def test_mistake_fails_first_under_its_exercise_naming_method_and_misconception(name):
+    variant = MISTAKES[name]
+    nb = notebook(variant)
+    ran = run(nb)
+    under = check_cell_under(nb, variant.cell)
+    first = next((gid, visible) for gid, visible, _ in ran.grades if not all(r.passed for r in visible))
+    assert first[0] == under, f"first failure at {first[0]}, expected {under}: {[r.message for r in first[1]][:1]}"
+    failed = [r for r in first[1] if not r.passed]
+    diagnosed = [r for r in failed if r.misconception == variant.misconception]
+    assert diagnosed, [(r.name, r.misconception, r.message[:300]) for r in failed]
+    message = diagnosed[0].message
+    assert variant.method in message and hint(variant.misconception, "a") in message, message
+    assert "done" not in ran.summary, ran.summary
+
+
+@pytest.mark.parametrize("name", sorted(ALTERNATIVES))
+def test_correct_alternative_keeps_every_point_and_the_notebook_is_done(name):
+    ran = run(notebook(ALTERNATIVES[name]))
+    failed = [(gid, r.name, r.message[:300]) for gid, visible, hidden in ran.grades for r in visible + hidden
+              if not r.passed]
+    assert failed == []
+    assert "this notebook is done" in ran.summary, ran.summary
