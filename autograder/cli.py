@@ -30,27 +30,55 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("check", help="run the check catalog on a .py file or a notebook")
     p.add_argument("path", help="a .py file or an .ipynb notebook")
     p.add_argument("--json", action="store_true", help="print JSON instead of lines")
-    p.add_argument("--config", help="a grading_config.py with Tolerance/Limits settings")
+    p.add_argument("--config", help="an nbgrader_config.py with Tolerance/Limits settings")
     g = sub.add_parser("grade", help="batch-grade the submissions of an assignment in an nbgrader course")
     g.add_argument("assignment", help="the assignment, as in submitted/<student>/<assignment>/")
     g.add_argument("--course", help="the course directory (default: the config's, else $AUTOGRADER_COURSE_DIR or ./course)")
     g.add_argument("--student", action="append", dest="students", metavar="ID", help="grade only this student (repeatable)")
     g.add_argument("--jobs", type=int, default=0, help="parallel workers (default: BatchGrading.jobs, else the CPU count)")
     g.add_argument("--force", action="store_true", help="regrade submissions that are already graded and unchanged")
-    g.add_argument("--csv", dest="csv_path", metavar="FILE", help="also write the summary as CSV")
-    g.add_argument("--config", help="grading_config.py (default: $AUTOGRADER_CONFIG, else ./grading_config.py or ./nbgrader_config.py)")
+    g.add_argument("--csv", dest="csv_path", metavar="FILE", nargs="?", const="",
+                   help="also write the summary as CSV (default FILE: <course>/<assignment>-summary.csv)")
+    g.add_argument("--config", help="the course's nbgrader_config.py (default: $AUTOGRADER_CONFIG, else ./nbgrader_config.py)")
     g.add_argument("--no-progress", action="store_true", help="no progress bar")
     g.add_argument("--unsafe-no-sandbox", action="store_true",
                    help="grade without the OS sandbox (learner code runs as you and can read and change your files); "
                         "every row is marked UNSANDBOXED")
+    e = sub.add_parser("extension", help="give a student more time for an assignment (0 removes the extension)")
+    e.add_argument("assignment")
+    e.add_argument("student")
+    for unit in ("days", "hours", "minutes"):
+        e.add_argument(f"--{unit}", type=float, default=0.0, help=f"{unit} past the due date")
+    e.add_argument("--config", help="the course's nbgrader_config.py (default: as for grade)")
     return parser
 
 
+def extension_command(args: argparse.Namespace) -> int:
+    """Record the extension on the student's submission row, where nbgrader reads it."""
+    import datetime
+
+    from nbgrader.coursedir import CourseDirectory
+
+    from .grading.late import grant_extension
+
+    extra = datetime.timedelta(days=args.days, hours=args.hours, minutes=args.minutes)
+    if extra.total_seconds() < 0:
+        raise UsageError("an extension cannot be negative")
+    coursedir = CourseDirectory(config=load_config(grading_config_path(args.config)))
+    try:
+        grant_extension(coursedir, args.assignment, args.student, extra)
+    except LookupError as exc:
+        raise UsageError(str(exc)) from None
+    print(f"{args.student}: {args.assignment} due {extra} after the due date" if extra else
+          f"{args.student}: no extension for {args.assignment}")
+    return 0
+
+
 def grading_config_path(given: str | None) -> str | None:
-    """--config, else $AUTOGRADER_CONFIG, else grading_config.py or nbgrader_config.py in the current directory."""
+    """--config, else $AUTOGRADER_CONFIG, else nbgrader_config.py (or the older grading_config.py) here."""
     if given or os.environ.get("AUTOGRADER_CONFIG"):
         return given or os.environ["AUTOGRADER_CONFIG"]
-    for name in ("grading_config.py", "nbgrader_config.py"):
+    for name in ("nbgrader_config.py", "grading_config.py"):
         if os.path.isfile(name):
             return name
     return None
@@ -100,11 +128,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         if args.command is None:
-            raise UsageError("a command is required: check PATH [--json] | grade ASSIGNMENT [...] (see --help)")
+            raise UsageError("a command is required: check PATH [--json] | grade ASSIGNMENT [...] | extension ... (see --help)")
         if args.command == "check":
             results = check_file(args.path, args.config)
             print(report.as_json(results) if args.json else report.human(results))
             return 0 if all(r.passed for r in results) else 1
+        if args.command == "extension":
+            return extension_command(args)
         if args.command == "grade":
             # nbgrader takes seconds to import, and `check` (a learner's every keystroke) never needs it
             from .grading.sandbox import Unavailable

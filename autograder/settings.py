@@ -1,4 +1,4 @@
-"""The grader's own settings, as traitlets classes that `grading_config.py` configures."""
+"""The grader's own settings, as traitlets classes that `nbgrader_config.py` configures."""
 
 from __future__ import annotations
 

@@ -23,7 +23,6 @@ BIN = str(Path(sys.executable).parent)
 CONFIG = '''c = get_config()
 c.CourseDirectory.course_id = "fixture-course"
 c.CourseDirectory.root = {root!r}
-c.CourseDirectory.db_assignments = [{{"name": "{assignment}"}}]
 c.Execute.timeout = 30
 c.Limits.cell_timeout = 30.0
 c.Limits.notebook_timeout = 120.0

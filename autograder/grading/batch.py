@@ -21,7 +21,10 @@ from traitlets.config import Config
 from .. import __version__
 from ..settings import BatchGrading, Limits, Tolerance
 from . import class_report, runner, sandbox
+from .formgrader import AUTOGRADED_HASH, autograded_digest, autograded_untouched, show_flags
 from .judge import stopped_output
+from .late import apply_late_penalties
+from .other_files import copy_other_files
 from .runner import Graded, zero_scores
 from .sanitize import Unreadable, read_submission, sanitize
 from .source import AssignmentSpec, GradingError, NotebookSpec, load_assignment
@@ -185,7 +188,8 @@ def run(options: Options) -> list[Row]:
                 item = Item(student, name, folder / f"{name}.ipynb")
                 fp = fingerprint(item.path, spec, settings)
                 old = state.get(State.key(options.assignment, student, name))
-                if old and old.get("fingerprint") == fp and not options.force:
+                if (old and old.get("fingerprint") == fp and not options.force
+                        and autograded_untouched(old, course.autograded(student, options.assignment) / f"{name}.ipynb")):
                     rows.append(Row(student, name, old.get("score", 0.0), old.get("max_score", 0.0), SKIPPED,
                                     list(old.get("flags", [])), old.get("reason", ""),
                                     [str(m) for m in old.get("misconceptions", [])][:100]))
@@ -195,13 +199,16 @@ def run(options: Options) -> list[Row]:
         for row in rows:  # a record the grader did not write (its HMAC fails) was ignored: say so
             if State.key(options.assignment, row.student, row.notebook) in state.rejected:
                 row.reason = "; ".join(x for x in (row.reason, EDITED_STATE) if x)
+        apply_late_penalties(course.coursedir, options.assignment, rows)
+        copy_other_files(course.coursedir, options.assignment, (r.student for r in rows))
     rows.sort(key=lambda r: (r.student, r.notebook))
     if options.unsafe_no_sandbox:
         for row in rows:
             if sandbox.UNSANDBOXED not in row.reason:
                 row.reason = "; ".join(x for x in (row.reason, sandbox.UNSANDBOXED) if x)
-    if options.csv_path:
-        write_csv(rows, options.csv_path, options.assignment)
+    if options.csv_path is not None:  # "" (a bare --csv): the course folder, where the rest of the course's files are
+        csv_path = options.csv_path or str(course.root / f"{options.assignment}-summary.csv")
+        write_csv(rows, csv_path, options.assignment, keep_other_students=bool(options.students))
     class_report.write(course.root, options.assignment, rows)
     return rows
 
@@ -272,13 +279,14 @@ def _store(gb: Gradebook, course: Course, assignment: str, item: Item, fp: str, 
     if stamp.is_file():
         (out_dir / "timestamp.txt").write_bytes(stamp.read_bytes())
     record_grades(gb, assignment, item.student, item.notebook, graded, timestamp)
+    show_flags(gb, assignment, item.student, item.notebook, graded.flags, state.get(State.key(assignment, item.student, item.notebook)))
     status = GRADED if graded.ran else NOT_GRADED
     reason = "; ".join(dict.fromkeys(x for x in [graded.reason, *graded.notes] if x))
     row = Row(item.student, item.notebook, graded.score, graded.max_score, status, graded.flags, reason,
               graded.misconceptions)
     state.put(State.key(assignment, item.student, item.notebook),
               {"fingerprint": fp, "score": row.score, "max_score": row.max_score, "flags": row.flags, "reason": row.reason,
-               "misconceptions": row.misconceptions})
+               "misconceptions": row.misconceptions, AUTOGRADED_HASH: autograded_digest(out_dir / f"{item.notebook}.ipynb")})
     return row
 
 
@@ -299,13 +307,22 @@ def summary(rows: list[Row]) -> str:
     return "\n".join(out)
 
 
-def write_csv(rows: list[Row], path: str, assignment: str) -> None:
-    """One line per student and notebook."""
+def write_csv(rows: list[Row], path: str, assignment: str, keep_other_students: bool = False) -> None:
+    """One line per student and notebook; with keep_other_students (a --student run), other students' lines stay."""
+    head = ["student_id", "assignment", "notebook", "score", "max_score", "status", "flags", "reason"]
+    lines = [[r.student, assignment, r.notebook, f"{r.score:g}", f"{r.max_score:g}", r.status, "; ".join(r.flags), r.reason]
+             for r in rows]
+    if keep_other_students and os.path.isfile(path):
+        with open(path, newline="") as f:
+            old = list(csv.reader(f))
+        ours = {r.student for r in rows}
+        if old and old[0] == head:
+            lines += [ln for ln in old[1:] if len(ln) == len(head) and ln[0] not in ours]
+            lines.sort(key=lambda ln: (ln[0], ln[2]))
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["student_id", "assignment", "notebook", "score", "max_score", "status", "flags", "reason"])
-        for r in rows:
-            w.writerow([r.student, assignment, r.notebook, f"{r.score:g}", f"{r.max_score:g}", r.status, "; ".join(r.flags), r.reason])
+        w.writerow(head)
+        w.writerows(lines)
 
 
 def as_dicts(rows: list[Row]) -> list[dict[str, Any]]:

@@ -1,0 +1,53 @@
+"""The course's nbgrader configuration and the autograder's own settings (both traitlets), in one file.
+
+nbgrader finds it with no flag when run from this folder (it reads `nbgrader_config.py` in the current directory),
+and so do `python -m autograder grade` and `./workbook instructor`. From elsewhere, pass
+`--NbGrader.config_file=/path/to/nbgrader_config.py` to nbgrader (nbgrader 0.9 ignores `--config`) and
+`--config /path/to/nbgrader_config.py` to `python -m autograder grade`.
+
+The course directory (exchange, submissions, autograded copies, feedback, gradebook.db, summaries) is
+$AUTOGRADER_COURSE_DIR, or ./course beside this file; it is never committed. Due dates are not set here: nbgrader
+keeps them in the gradebook (`nbgrader db assignment add workbook --duedate="2026-12-01 17:00:00 UTC"`).
+"""
+
+import os
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+COURSE = Path(os.environ.get("AUTOGRADER_COURSE_DIR") or HERE / "course").resolve()
+
+c = get_config()  # noqa: F821 (traitlets provides it)
+
+# ---- nbgrader: where things live
+c.CourseDirectory.course_id = "autograd-workbook"
+c.CourseDirectory.root = str(COURSE)
+# Absolute paths: the instructor sources and the learner notebooks stay in the repo
+# whatever course directory grading happens in.
+c.CourseDirectory.source_directory = str(HERE / "solutions")
+c.CourseDirectory.release_directory = str(HERE / "notebooks")
+
+# ---- nbgrader: hand-out and collection on one machine (release/fetch/submit/collect, feedback)
+# The exchange is a folder of the course directory; nbgrader creates it world-writable on the first release.
+c.Exchange.root = str(COURSE / "exchange")
+
+# ---- nbgrader: execution (plain `nbgrader autograde`, and the formgrader's Autograde button)
+c.Execute.timeout = 30  # seconds per cell
+c.Execute.interrupt_on_timeout = True
+c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE: replace the next line with your code\nraise NotImplementedError()"}
+
+# ---- nbgrader: late submissions. Both graders apply this plugin to every notebook submitted after the due date
+# (plus the student's extension). 'none' (nbgrader's default) records no penalty; 'zero' takes the notebook's
+# whole score. For another rule, write a subclass of nbgrader.plugins.LateSubmissionPlugin and name it here:
+#   c.AssignLatePenalties.plugin_class = "mycourse.OnePointPerDayLate"
+c.LateSubmissionPlugin.penalty_method = "none"
+
+# ---- the autograder's own settings (autograder.settings)
+c.Tolerance.rtol = 1e-5
+c.Tolerance.atol = 1e-6
+c.Tolerance.forward_rtol = 1e-9
+c.Limits.check_timeout = 10.0
+c.Limits.cell_timeout = 60.0
+c.Limits.notebook_timeout = 300.0
+c.Limits.memory_mb = 2048
+c.Limits.output_bytes = 1_000_000
+c.BatchGrading.jobs = 0  # one worker per CPU
