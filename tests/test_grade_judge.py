@@ -46,7 +46,7 @@ def test_an_honest_engine_passes_visible_and_secret_hidden_inputs_without_flags(
     calls = (CheckCall(("add_forward", "mul_forward"), False), CheckCall(("add_forward", "mul_forward"), True))
     verdict = judge_cell(InProcess(reference()), calls, Tolerance(), SECRET)
     assert [r.passed for r in verdict.results] == [True] * 4 and verdict.flags == []
-    assert [o["output_type"] for o in verdict.outputs] == ["stream", "stream"]
+    assert [o["output_type"] for o in verdict.outputs] == ["display_data", "display_data"]  # HTML + text, no error
 
 
 def test_a_table_of_the_visible_inputs_alone_is_flagged_and_scores_zero() -> None:

@@ -80,10 +80,11 @@ def _package() -> Path:
 
 
 def sandboxed_workbook(source: str) -> str:
-    """workbook.py as staged: its imports of the grader's checks point at the stand-in aids, `summary` says where checks run."""
+    """workbook.py as staged: its imports of grader modules point at the stand-in aids, `summary` says where checks run."""
     lines = source.splitlines(keepends=True)
     for node in ast.parse(source).body:
-        if isinstance(node, ast.ImportFrom) and node.level == 1 and (node.module or "") in ("", "catalog", "check", "checks", "report"):
+        # only the probes are staged next to it: every other relative import (checks, notebook, report...) goes to the aids
+        if isinstance(node, ast.ImportFrom) and node.level == 1 and not (node.module or "").startswith("probes"):
             names = ", ".join(a.name + (f" as {a.asname}" if a.asname else "") for a in node.names)
             lines[node.lineno - 1] = f"from ._sandbox_aids import {names}\n"
             for i in range(node.lineno, node.end_lineno or node.lineno):
