@@ -144,8 +144,9 @@ def edited_test() -> nbformat.NotebookNode:
     return nb
 
 
-def hard_coded() -> nbformat.NotebookNode:
-    """`+` answers from a table of the visible check's inputs (built by recording them), 0 elsewhere."""
+def add_table(hidden_too: bool) -> nbformat.NotebookNode:
+    """`+` answers from a table of add_forward's package-derived inputs (recorded by running its probe on a recorder),
+    0 elsewhere: the visible inputs only, or the hidden ones too (as anyone holding the package can tabulate)."""
     from autograder import checks, probes
 
     table: dict[tuple[float, float], float] = {}
@@ -158,12 +159,21 @@ def hard_coded() -> nbformat.NotebookNode:
             table[(self.data, other.data)] = self.data + other.data
             return Recorder(self.data + other.data)
 
-    for case in checks.get("add_forward").make_cases(False):
-        probes.observe("add_forward", {"Value": Recorder}, case)
+        def __mul__(self, other: Recorder) -> Recorder:
+            return Recorder(self.data * other.data)
+
+    for hidden in (False, True) if hidden_too else (False,):
+        for case in checks.get("add_forward").make_cases(hidden):
+            probes.observe("add_forward", {"Value": Recorder}, case)
     code = (f"ANSWERS = {table!r}\n\n\ndef __add__(self, other):\n"
             "    return Value(ANSWERS.get((self.data, other.data), 0.0), (self, other), \"+\")\n\n\nValue.__add__ = __add__")
     cell(nb := solved(), "ex_02_add").source = code
     return nb
+
+
+def hard_coded() -> nbformat.NotebookNode:
+    """`+` answers from a table of the visible check's inputs, 0 elsewhere."""
+    return add_table(hidden_too=False)
 
 
 ALWAYS_EQUAL = '''class Anything:
