@@ -308,3 +308,11 @@ def test_unsafe_no_sandbox_grades_the_same_and_marks_every_row_and_the_feedback(
     assert safe.returncode == 0, safe.stderr
     assert "skipped (unchanged)" not in safe.stdout and "UNSANDBOXED" not in safe.stdout
     assert gc.grade_cells(root, students) == unsafe_cells
+
+
+def test_a_runtime_below_a_notebooks_own_tmpfs_is_mounted_elsewhere() -> None:
+    # a checkout (and its .venv) in /tmp would be hidden by each notebook's private /tmp
+    assert sandbox.inside_path("/tmp/ci/.venv") == sandbox.RELOCATED + "/tmp/ci/.venv"
+    assert sandbox.inside_path("/tmp") == sandbox.RELOCATED + "/tmp"
+    assert sandbox.inside_path("/tmpdir/.venv") == "/tmpdir/.venv"
+    assert sandbox.inside_path("/usr/lib/python3") == "/usr/lib/python3"

@@ -130,6 +130,17 @@ def runtime_paths() -> list[str]:
     return keep
 
 
+# Every notebook gets its own empty tmpfs on these: a runtime that lives below one of them (a checkout in /tmp, say)
+# is mounted below RELOCATED instead, and the interpreter started from there.
+MASKED = ("/tmp", "/dev/shm", SCRATCH, "/proc")
+RELOCATED = "/runtime"
+
+
+def inside_path(path: str) -> str:
+    """Where a runtime path is mounted inside the sandbox: itself, or below RELOCATED if a notebook's tmpfs would hide it."""
+    return RELOCATED + path if any(path == m or path.startswith(m + os.sep) for m in MASKED) else path
+
+
 def bwrap_argv(bwrap: str, staged: Path, control_fd: int) -> list[str]:
     """The bubblewrap command: new namespaces, a clean environment, read-only system and runtime, no grader files."""
     argv = [bwrap, "--unshare-all", "--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID),
@@ -146,18 +157,19 @@ def bwrap_argv(bwrap: str, staged: Path, control_fd: int) -> list[str]:
             argv += ["--ro-bind", etc, etc]
     for path in runtime_paths():
         if not path.startswith("/usr/"):
-            argv += ["--ro-bind", path, path]
+            argv += ["--ro-bind", path, inside_path(path)]
     import sysconfig
 
     for key in ("purelib", "platlib"):  # a non-editable install puts the whole grader here: hide it
         installed = Path(sysconfig.get_paths()[key]) / "autograder"
         if installed.is_dir():
-            argv += ["--tmpfs", str(installed)]
+            argv += ["--tmpfs", inside_path(str(installed))]
     argv += ["--ro-bind", str(staged), INSIDE, "--remount-ro", "/"]  # bubblewrap's root tmpfs too: nothing to plant
-    for key, value in {**ENVIRONMENT, "PATH": f"{os.path.dirname(sys.executable)}:/usr/local/bin:/usr/bin:/bin"}.items():
+    python = inside_path(sys.executable)
+    for key, value in {**ENVIRONMENT, "PATH": f"{os.path.dirname(python)}:/usr/local/bin:/usr/bin:/bin"}.items():
         argv += ["--setenv", key, value]
     boot = f"import sys; sys.path.insert(0, {INSIDE!r}); from autograder.grading import sandbox; sandbox.serve({control_fd})"
-    return [*argv, "--", sys.executable, "-I", "-c", boot]
+    return [*argv, "--", python, "-I", "-c", boot]
 
 
 def unavailable_reason() -> str | None:
