@@ -107,15 +107,18 @@ def test_a_notebook_writes_only_its_scratch_and_sees_none_of_the_graders_files(b
     course = tmp_path / "course"
     (course / "submitted" / "classmate").mkdir(parents=True)
     (course / "gradebook.db").write_text("grades")
+    venv_cfg = str(Path(sys.prefix) / "pyvenv.cfg")
+    inside_cfg = sandbox.inside_path(venv_cfg)  # the same file, where the sandbox mounts the runtime
     paths = [str(ROOT / "solutions"), str(ROOT / "autograder" / "catalog.py"), str(ROOT / "README.md"), str(course),
-             str(course / "gradebook.db"), str(Path(sys.prefix) / "pyvenv.cfg")]
+             str(course / "gradebook.db"), *dict.fromkeys([venv_cfg, inside_cfg])]
     listed = [str(ROOT), str(Path.home()), "/"]
     got = json.loads(run(box, f"PATHS = {paths!r}\nLISTED = {listed!r}\n" + PROBE_FILES)[0])
     assert got["cwd"] == sandbox.SCRATCH and got["write_scratch"] and got["write_tmp"]
     assert not got["write_runtime"] and not got["write_usr"] and not got["write_stage"] and not got["write_root"]
-    assert got["seen"] == [str(Path(sys.prefix) / "pyvenv.cfg")]  # the runtime, read-only, and nothing else of ours
+    assert got["seen"] == [inside_cfg]  # the runtime, read-only, and nothing else of ours
+    mounted = [sandbox.inside_path(p) for p in sandbox.runtime_paths()]
     for folder, names in got["listed"].items():  # at most the mount points leading to the runtime
-        allowed = {Path(p).relative_to(folder).parts[0] for p in sandbox.runtime_paths() if p.startswith(folder.rstrip("/") + "/")}
+        allowed = {Path(p).relative_to(folder).parts[0] for p in mounted if p.startswith(folder.rstrip("/") + "/")}
         if folder == "/":
             allowed |= {"bin", "dev", "etc", "grader", "lib", "lib32", "lib64", "proc", "sbin", "scratch", "tmp", "usr"}
         assert set(names) <= allowed, folder
@@ -126,7 +129,7 @@ def test_a_module_planted_in_the_graders_folder_or_a_classmates_scratch_is_on_no
     run(box, "open('glob.py', 'w').write('PLANTED = True')\nopen('/tmp/json.py', 'w').write('PLANTED = True')")
     printed = run(box, "import sys, glob\nprint(sys.path)\nprint(hasattr(glob, 'PLANTED'))")[0]
     path, planted = printed.splitlines()
-    allowed = (sandbox.INSIDE, sandbox.SCRATCH, *sandbox.runtime_paths())
+    allowed = (sandbox.INSIDE, sandbox.SCRATCH, *(sandbox.inside_path(p) for p in sandbox.runtime_paths()))
     assert planted == "False"
     assert all(p in ("", sandbox.SCRATCH) or p.startswith(allowed) for p in eval(path)), path
 
