@@ -241,10 +241,21 @@ class Run:
 
 def run(nb: nbformat.NotebookNode) -> Run:
     """Execute the code cells in one namespace (as a kernel would); grade cells are judged by calling the checks."""
+    saved = os.environ.get("NBGRADER_EXECUTION")
+    os.environ["NBGRADER_EXECUTION"] = "autograde"  # demos run short, as under nbgrader (check cells are called here)
+    try:
+        return _run(nb)
+    finally:  # later tests in this process run as a learner's kernel would
+        if saved is None:
+            os.environ.pop("NBGRADER_EXECUTION", None)
+        else:
+            os.environ["NBGRADER_EXECUTION"] = saved
+
+
+def _run(nb: nbformat.NotebookNode) -> Run:
     from autograder import checks
 
     os.environ.setdefault("MPLBACKEND", "Agg")
-    os.environ["NBGRADER_EXECUTION"] = "autograde"  # demos run short, as under nbgrader (check cells are called here)
     out = Run()
     ns: dict[str, Any] = {"__name__": "__main__"}
     for i, cell in enumerate(nb.cells):
