@@ -277,11 +277,16 @@ def _run(nb: nbformat.NotebookNode) -> Run:
         buf = io.StringIO()
         if not meta and ("plot_" in src or "draw_graph(" in src or "plt." in src):
             continue  # pictures: never graded, and slow to draw
+        # the summary is what a learner reads in their own kernel; under nbgrader it only says it is skipped
+        mode = os.environ.pop("NBGRADER_EXECUTION") if "summary(" in src else None
         try:
             with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(io.StringIO()):
                 exec(compile(src, f"<cell {i}>", "exec"), ns)
         except BaseException as exc:  # a buggy engine may break a demo cell; the learner would run on
             out.errors[grade_id(cell) or f"cell {i}"] = f"{type(exc).__name__}: {exc}"
+        finally:
+            if mode is not None:
+                os.environ["NBGRADER_EXECUTION"] = mode
         if "summary(" in src:
             out.summary += buf.getvalue()
     return out
