@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import nbformat
+from nbgrader_mode import nbgrader_execution
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "solutions" / "workbook"
@@ -241,15 +242,8 @@ class Run:
 
 def run(nb: nbformat.NotebookNode) -> Run:
     """Execute the code cells in one namespace (as a kernel would); grade cells are judged by calling the checks."""
-    saved = os.environ.get("NBGRADER_EXECUTION")
-    os.environ["NBGRADER_EXECUTION"] = "autograde"  # demos run short, as under nbgrader (check cells are called here)
-    try:
+    with nbgrader_execution("autograde"):  # demos run short, as under nbgrader (check cells are called here)
         return _run(nb)
-    finally:  # later tests in this process run as a learner's kernel would
-        if saved is None:
-            os.environ.pop("NBGRADER_EXECUTION", None)
-        else:
-            os.environ["NBGRADER_EXECUTION"] = saved
 
 
 def _run(nb: nbformat.NotebookNode) -> Run:
@@ -278,15 +272,12 @@ def _run(nb: nbformat.NotebookNode) -> Run:
         if not meta and ("plot_" in src or "draw_graph(" in src or "plt." in src):
             continue  # pictures: never graded, and slow to draw
         # the summary is what a learner reads in their own kernel; under nbgrader it only says it is skipped
-        mode = os.environ.pop("NBGRADER_EXECUTION") if "summary(" in src else None
+        mode = None if "summary(" in src else "autograde"
         try:
-            with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(io.StringIO()):
+            with nbgrader_execution(mode), contextlib.redirect_stdout(buf), contextlib.redirect_stderr(io.StringIO()):
                 exec(compile(src, f"<cell {i}>", "exec"), ns)
         except BaseException as exc:  # a buggy engine may break a demo cell; the learner would run on
             out.errors[grade_id(cell) or f"cell {i}"] = f"{type(exc).__name__}: {exc}"
-        finally:
-            if mode is not None:
-                os.environ["NBGRADER_EXECUTION"] = mode
         if "summary(" in src:
             out.summary += buf.getvalue()
     return out

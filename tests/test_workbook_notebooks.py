@@ -21,6 +21,7 @@ import nbformat
 import pytest
 from grading_corpus import WORKBOOK_MISTAKES, submit_workbook_with_mistakes
 from nbclient import NotebookClient
+from nbgrader_mode import nbgrader_execution
 
 from autograder import checks as catalog
 
@@ -273,17 +274,13 @@ def test_each_summary_lists_every_grade_cell_with_its_points_and_visible_checks(
 @pytest.fixture(scope="module")
 def interactive() -> dict[str, nbformat.NotebookNode]:
     """The solution notebooks as a learner runs them: NBGRADER_EXECUTION unset, demos train for real."""
-    env_before = os.environ.pop("NBGRADER_EXECUTION", None)
     done = {}
-    try:
+    with nbgrader_execution(None):
         for name in NAMES:
             nb = nbformat.read(SOURCE / f"{name}.ipynb", as_version=4)
             NotebookClient(nb, kernel_name="python3", timeout=120, allow_errors=True,
                            resources={"metadata": {"path": str(SOURCE)}}).execute()
             done[name] = nb
-    finally:
-        if env_before is not None:
-            os.environ["NBGRADER_EXECUTION"] = env_before
     return done
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from nbclient import NotebookClient
+from nbgrader_mode import nbgrader_execution
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "solutions" / "workbook"
@@ -27,13 +28,9 @@ pytestmark = pytest.mark.slow
 
 def run_all(nb: nbformat.NotebookNode, folder: Path) -> nbformat.NotebookNode:
     """Execute every cell in a fresh kernel as a learner's "Run All" (NBGRADER_EXECUTION unset); stop at an error."""
-    saved = os.environ.pop("NBGRADER_EXECUTION", None)
-    try:
+    with nbgrader_execution(None):
         NotebookClient(nb, kernel_name="python3", timeout=180, allow_errors=False,
                        resources={"metadata": {"path": str(folder)}}).execute()
-    finally:
-        if saved is not None:
-            os.environ["NBGRADER_EXECUTION"] = saved
     return nb
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
-import os
 import re
 import subprocess
 import sys
@@ -14,6 +13,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from nbclient import NotebookClient
+from nbgrader_mode import nbgrader_execution
 
 from autograder.workbook import TORCH_REFERENCE, torch_reference
 
@@ -33,13 +33,9 @@ def run_05(tmp_path: Path, hide_torch: bool) -> nbformat.NotebookNode:
     nb = nbformat.read(NOTEBOOK, as_version=4)
     if hide_torch:
         nb.cells.insert(0, nbformat.v4.new_code_cell("import sys\nsys.modules['torch'] = None  # import torch fails"))
-    saved = os.environ.pop("NBGRADER_EXECUTION", None)
-    try:
+    with nbgrader_execution(None):
         NotebookClient(nb, kernel_name="python3", timeout=180, allow_errors=False,
                        resources={"metadata": {"path": str(tmp_path)}}).execute()
-    finally:
-        if saved is not None:
-            os.environ["NBGRADER_EXECUTION"] = saved
     return nb
 
 
