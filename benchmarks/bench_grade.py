@@ -57,12 +57,34 @@ def main() -> int:
         return 0 if same else 1
 
 
+def workbook_course(tmp: Path, students: int) -> tuple[Path, list[str]]:
+    """A course in `tmp`/plain with the workbook generated and `students` submissions (solutions, blanks, mistakes)."""
+    config = str(gc.ROOT / "grading_config.py")
+    plain, release = tmp / "plain", tmp / "release"
+    plain.mkdir()
+    env = gc.env() | {"AUTOGRADER_COURSE_DIR": str(plain)}
+    gen = subprocess.run([os.path.join(gc.BIN, "nbgrader"), "generate_assignment", "workbook", "--force",
+                          f"--CourseDirectory.release_directory={release}", f"--NbGrader.config_file={config}"],
+                         cwd=plain, env=env, text=True, capture_output=True)
+    if gen.returncode:
+        raise RuntimeError(f"generate_assignment failed:\n{gen.stderr[-2000:]}")
+    kinds = ["solution", "blank", "mistaken"]
+    ids = [f"{kinds[i % 3]}{i}" for i in range(students)]
+    for sid in ids:
+        folder = plain / "submitted" / sid / "workbook"
+        if sid.startswith("solution"):
+            shutil.copytree(gc.WORKBOOK_SOURCE, folder)
+        elif sid.startswith("blank"):
+            shutil.copytree(release / "workbook", folder)
+        else:
+            gc.submit_workbook_with_mistakes(folder)
+    return plain, ids
+
+
 def bench_workbook(students: int, jobs: int) -> int:
     """The real workbook, graded both ways from one generated course."""
     config = str(gc.ROOT / "grading_config.py")
     with tempfile.TemporaryDirectory(prefix="bench-workbook-") as tmp:
-        plain, release = Path(tmp) / "plain", Path(tmp) / "release"
-        plain.mkdir()
 
         def run(cmd: list[str], course: Path) -> tuple[float, subprocess.CompletedProcess[str]]:
             env = gc.env() | {"AUTOGRADER_COURSE_DIR": str(course)}
@@ -70,21 +92,11 @@ def bench_workbook(students: int, jobs: int) -> int:
             done = subprocess.run(cmd, cwd=course, env=env, text=True, capture_output=True)
             return time.perf_counter() - t0, done
 
-        _, gen = run([os.path.join(gc.BIN, "nbgrader"), "generate_assignment", "workbook", "--force",
-                      f"--CourseDirectory.release_directory={release}", f"--NbGrader.config_file={config}"], plain)
-        if gen.returncode:
-            print(f"generate_assignment failed:\n{gen.stderr[-2000:]}")
+        try:
+            plain, ids = workbook_course(Path(tmp), students)
+        except RuntimeError as exc:
+            print(exc)
             return 1
-        kinds = ["solution", "blank", "mistaken"]
-        ids = [f"{kinds[i % 3]}{i}" for i in range(students)]
-        for sid in ids:
-            folder = plain / "submitted" / sid / "workbook"
-            if sid.startswith("solution"):
-                shutil.copytree(gc.WORKBOOK_SOURCE, folder)
-            elif sid.startswith("blank"):
-                shutil.copytree(release / "workbook", folder)
-            else:
-                gc.submit_workbook_with_mistakes(folder)
         ours, unsafe = Path(tmp) / "ours", Path(tmp) / "unsafe"
         shutil.copytree(plain, ours)
         shutil.copytree(plain, unsafe)
