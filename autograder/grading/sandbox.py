@@ -47,7 +47,7 @@ WORKER_SIDE = ("settings.py", "probes/__init__.py", "probes/engine.py", "probes/
                "probes/net.py", "probes/safe.py", "grading/__init__.py", "grading/worker.py", "grading/channel.py",
                "grading/audit.py", "grading/sandbox.py")
 PRELOAD = ("numpy", "matplotlib.pyplot", "IPython.core.interactiveshell", "tqdm", "autograder", "autograder.workbook",
-           "autograder.grading.worker", "autograder.probes")
+           "autograder.settings", "autograder.grading.worker", "autograder.grading.audit", "autograder.probes")
 ENVIRONMENT = {  # everything a notebook's process sees of the environment
     "HOME": SCRATCH,
     "LANG": "C.UTF-8",
@@ -107,6 +107,8 @@ def stage(dest: Path) -> None:
     shutil.copyfile(pkg / "grading" / "standin" / "__init__.py", out / "__init__.py")
     shutil.copyfile(pkg / "grading" / "standin" / "aids.py", out / "_sandbox_aids.py")
     (out / "workbook.py").write_text(sandboxed_workbook((pkg / "workbook.py").read_text()))
+    # PyTorch's numbers for notebook 05's side-by-side cells: shown to every learner anyway, and no check reads them
+    shutil.copyfile(pkg / "torch_reference.json", out / "torch_reference.json")
     cache = Path(os.environ.get("MPLCONFIGDIR") or Path.home() / ".cache" / "matplotlib")
     fonts = sorted(cache.glob("fontlist-*.json")) if cache.is_dir() else []
     if fonts:  # matplotlib's font list: without it the fork server spends seconds scanning the system's fonts
@@ -662,11 +664,18 @@ def serve(control_fd: int) -> None:
         try:
             for name in PRELOAD:
                 importlib.import_module(name)
+            import gc
             import threading as _threading
 
             import tqdm
 
+            from autograder.grading import worker
+
             tqdm.tqdm.set_lock(_threading.RLock())  # not a multiprocessing semaphore that a killed worker would leak
+            worker.prepare()
+            # Everything loaded so far lives as long as the server: out of the collector's sight, a worker's garbage
+            # collections neither walk it nor copy its pages (fork's copy-on-write).
+            gc.freeze()
         except Exception as exc:
             error = f"the worker-side code failed to import: {type(exc).__name__}: {exc}"
     timing = {"self_test_s": round(t1 - t0, 4), "preload_s": round(time.perf_counter() - t1, 4)}
