@@ -50,6 +50,7 @@ class Profile:
         self.seconds: dict[tuple[str, str], float] = defaultdict(float)
         self.counts: dict[str, int] = defaultdict(int)  # notebooks graded, per notebook name
         self.local = threading.local()
+        self.groups: list[int] = []  # notebooks stored per gradebook transaction
         self.sources: dict[str, list[str]] = {}  # notebook -> the source of each planned code cell (the last seen)
 
     @property
@@ -100,13 +101,27 @@ def instrument(profile: Profile) -> None:
     def set_store_item(gb: Any, course: Any, assignment: str, item: Any, *args: Any) -> None:
         local.notebook = item.notebook
 
+    store_group = batch._store_group
+
+    def stored(gb: Any, course: Any, assignment: str, group: list[Any], state: Any) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return store_group(gb, course, assignment, group, state)
+        finally:  # one transaction for the group: each notebook is charged its share
+            share = (time.perf_counter() - t0) / max(1, len(group))
+            for item, _, _ in group:
+                profile.add("store: total", share, item.notebook)
+            with profile.lock:
+                profile.groups.append(len(group))
+
+    batch._store_group = stored
     profile.wrap(batch, "grade_item", None, set_item)
     profile.wrap(batch, "read_submission", "read+sanitize")
     profile.wrap(batch, "sanitize", "read+sanitize")
-    profile.wrap(batch, "_store_or_zero", "store: total", set_store_item)
-    for name in ("write_notebook", "record_grades", "show_flags", "autograded_digest"):
+    profile.wrap(batch, "_store", None, set_store_item)
+    for name in ("write_notebook", "record_grades", "autograded_digest"):
         profile.wrap(batch, name, f"store: {name}")
-    profile.wrap(store.State, "put", "store: state")
+    profile.wrap(store.State, "save", "store: state")
     from nbgrader.coursedir import CourseDirectory
 
     profile.wrap(CourseDirectory, "get_existing_timestamp", "store: timestamp")
@@ -226,6 +241,7 @@ def report(profile: Profile, wall: float, started: float, imports: float, jobs: 
     for ms, nb, i in cells:
         first = next((ln for ln in profile.sources.get(nb, [""] * (i + 1))[i].splitlines() if ln.strip()), "")
         print(f"  {1000 * ms:8.1f}  {nb} code cell {i}: {first[:70]}")
+    print(f"gradebook transactions: {len(profile.groups)} for {sum(profile.groups)} notebooks")
     print("store, summed over the batch: " + ", ".join(f"{s[7:]} {v:.2f} s" for s, v in sorted(merged.items())))
 
 
