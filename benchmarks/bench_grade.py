@@ -100,6 +100,7 @@ def bench_workbook(students: int, jobs: int) -> int:
         ours, unsafe = Path(tmp) / "ours", Path(tmp) / "unsafe"
         shutil.copytree(plain, ours)
         shutil.copytree(plain, unsafe)
+        load_before = os.getloadavg()
         t_plain, a = run([os.path.join(gc.BIN, "nbgrader"), "autograde", "workbook", f"--NbGrader.config_file={config}"],
                          plain)
         t_ours, b = run([sys.executable, "-m", "autograder", "grade", "workbook", "--course", str(ours), "--config", config,
@@ -117,6 +118,7 @@ def bench_workbook(students: int, jobs: int) -> int:
                 return {(s, nb.name, g.name): g.score for s in ids for nb in gb.find_submission("workbook", s).notebooks
                         for g in nb.grades}
 
+        load_after = os.getloadavg()
         pa, pb, pc = cells(plain), cells(ours), cells(unsafe)
         same = pa == pb == pc
         notebooks = 6 * students
@@ -126,6 +128,8 @@ def bench_workbook(students: int, jobs: int) -> int:
         print(f"ours, --unsafe-no-sandbox     : {t_unsafe:6.1f} s  ({t_unsafe / notebooks:.2f} s per notebook)")
         print(f"speed-up over plain nbgrader: {t_plain / t_ours:.1f}x sandboxed, {t_plain / t_unsafe:.1f}x unsandboxed; "
               f"the sandbox costs {100 * (t_ours - t_unsafe) / t_unsafe:+.0f}% of the whole run")
+        print(f"load average (1, 5, 15 min) before: {' '.join(f'{x:.2f}' for x in load_before)}, after: "
+              f"{' '.join(f'{x:.2f}' for x in load_after)} on {os.cpu_count()} CPUs")
         sandbox_costs()
         return 0 if same else 1
 

@@ -197,7 +197,8 @@ def instrument(profile: Profile) -> None:
 
 def import_seconds() -> float:
     """Seconds a fresh interpreter takes to import the grader (nbgrader, SQLAlchemy, the catalogue...)."""
-    code = "import time; t = time.perf_counter(); import autograder.grading.batch; print(time.perf_counter() - t)"
+    code = ("import time; t = time.perf_counter(); import autograder.__main__, autograder.grading.batch; "
+            "print(time.perf_counter() - t)")  # as `python -m autograder grade` imports it
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     return float(done.stdout)
 

@@ -301,18 +301,32 @@ class Sandbox:
             self.cond.wait_for(lambda: self.replies.get(ident, {}).get("status") is not None or self.dead, timeout)
             return self.replies.get(ident, {}).get("status")
 
-    def kill(self, ident: int) -> None:
-        """Kill one worker and everything it started; if the server does not confirm, kill the whole sandbox."""
+    def kill(self, ident: int, wait: bool = True) -> None:
+        """Kill one worker and everything it started; if the server does not confirm, kill the whole sandbox.
+
+        wait=False: confirm in the background and forget the worker then (a worker that said `done` has exited or
+        is exiting: its grading thread need not wait for the report).
+        """
         with self.cond:
             if self.replies.get(ident, {}).get("status") is not None:
+                if not wait:
+                    self.replies.pop(ident, None)
                 return
         try:
             self._request({"op": "kill", "id": ident})
         except SandboxFailed:
             self.close()
             return
+        if wait:
+            self._confirm(ident)
+        else:
+            threading.Thread(target=self._confirm, args=(ident, True), name="sandbox-kill", daemon=True).start()
+
+    def _confirm(self, ident: int, forget: bool = False) -> None:
         if self.status(ident, KILL_TIMEOUT) is None and not self.dead:
             self.close()  # a stopped or stuck fork server: every process of this sandbox goes with it
+        if forget:
+            self.forget(ident)
 
     def forget(self, ident: int) -> None:
         with self.cond:
@@ -352,9 +366,8 @@ class Worker:
         self.box.kill(self.ident)
 
     def close(self) -> None:
-        self.kill()
         self.conn.close()
-        self.box.forget(self.ident)
+        self.box.kill(self.ident, wait=False)
 
 
 class Pool:
