@@ -181,6 +181,7 @@ for i in range(20_000):
 
 CAP_RAISED = '''import gc
 
+gc.unfreeze()  # the fork server froze its heap out of the collector's view: bring the worker's objects back
 for obj in gc.get_objects():
     if type(obj).__name__ == "Outputs" and hasattr(obj, "limit"):
         obj.limit = 10**12  # the worker's own count no longer stops anything
