@@ -58,6 +58,8 @@ class Profile:
         return getattr(self.local, "notebook", "(batch)")
 
     def add(self, stage: str, dt: float, notebook: str | None = None) -> None:
+        if stage.startswith("batch:"):
+            notebook = "(batch)"
         with self.lock:
             self.seconds[(notebook or self.notebook, stage)] += dt
 
@@ -189,7 +191,7 @@ def instrument(profile: Profile) -> None:
     runner.judge_cell = judged
 
     for owner, name in ((batch, "load_assignment"), (batch, "course_secret"), (batch, "fingerprint"),
-                        (batch, "apply_late_penalties"), (batch, "copy_other_files"), (class_report, "write"),
+                        (batch, "apply_late_penalties"), (batch, "copy_other_files"), (class_report, "write"), (batch, "_grade_all"),
                         (batch, "write_csv")):
         profile.wrap(owner, name, f"batch: {name}")
     profile.wrap(batch.State, "__init__", "batch: load state")
