@@ -57,12 +57,34 @@ def main() -> int:
         return 0 if same else 1
 
 
+def workbook_course(tmp: Path, students: int) -> tuple[Path, list[str]]:
+    """A course in `tmp`/plain with the workbook generated and `students` submissions (solutions, blanks, mistakes)."""
+    config = str(gc.ROOT / "grading_config.py")
+    plain, release = tmp / "plain", tmp / "release"
+    plain.mkdir()
+    env = gc.env() | {"AUTOGRADER_COURSE_DIR": str(plain)}
+    gen = subprocess.run([os.path.join(gc.BIN, "nbgrader"), "generate_assignment", "workbook", "--force",
+                          f"--CourseDirectory.release_directory={release}", f"--NbGrader.config_file={config}"],
+                         cwd=plain, env=env, text=True, capture_output=True)
+    if gen.returncode:
+        raise RuntimeError(f"generate_assignment failed:\n{gen.stderr[-2000:]}")
+    kinds = ["solution", "blank", "mistaken"]
+    ids = [f"{kinds[i % 3]}{i}" for i in range(students)]
+    for sid in ids:
+        folder = plain / "submitted" / sid / "workbook"
+        if sid.startswith("solution"):
+            shutil.copytree(gc.WORKBOOK_SOURCE, folder)
+        elif sid.startswith("blank"):
+            shutil.copytree(release / "workbook", folder)
+        else:
+            gc.submit_workbook_with_mistakes(folder)
+    return plain, ids
+
+
 def bench_workbook(students: int, jobs: int) -> int:
     """The real workbook, graded both ways from one generated course."""
     config = str(gc.ROOT / "grading_config.py")
     with tempfile.TemporaryDirectory(prefix="bench-workbook-") as tmp:
-        plain, release = Path(tmp) / "plain", Path(tmp) / "release"
-        plain.mkdir()
 
         def run(cmd: list[str], course: Path) -> tuple[float, subprocess.CompletedProcess[str]]:
             env = gc.env() | {"AUTOGRADER_COURSE_DIR": str(course)}
@@ -70,24 +92,15 @@ def bench_workbook(students: int, jobs: int) -> int:
             done = subprocess.run(cmd, cwd=course, env=env, text=True, capture_output=True)
             return time.perf_counter() - t0, done
 
-        _, gen = run([os.path.join(gc.BIN, "nbgrader"), "generate_assignment", "workbook", "--force",
-                      f"--CourseDirectory.release_directory={release}", f"--NbGrader.config_file={config}"], plain)
-        if gen.returncode:
-            print(f"generate_assignment failed:\n{gen.stderr[-2000:]}")
+        try:
+            plain, ids = workbook_course(Path(tmp), students)
+        except RuntimeError as exc:
+            print(exc)
             return 1
-        kinds = ["solution", "blank", "mistaken"]
-        ids = [f"{kinds[i % 3]}{i}" for i in range(students)]
-        for sid in ids:
-            folder = plain / "submitted" / sid / "workbook"
-            if sid.startswith("solution"):
-                shutil.copytree(gc.WORKBOOK_SOURCE, folder)
-            elif sid.startswith("blank"):
-                shutil.copytree(release / "workbook", folder)
-            else:
-                gc.submit_workbook_with_mistakes(folder)
         ours, unsafe = Path(tmp) / "ours", Path(tmp) / "unsafe"
         shutil.copytree(plain, ours)
         shutil.copytree(plain, unsafe)
+        load_before = os.getloadavg()
         t_plain, a = run([os.path.join(gc.BIN, "nbgrader"), "autograde", "workbook", f"--NbGrader.config_file={config}"],
                          plain)
         t_ours, b = run([sys.executable, "-m", "autograder", "grade", "workbook", "--course", str(ours), "--config", config,
@@ -105,6 +118,7 @@ def bench_workbook(students: int, jobs: int) -> int:
                 return {(s, nb.name, g.name): g.score for s in ids for nb in gb.find_submission("workbook", s).notebooks
                         for g in nb.grades}
 
+        load_after = os.getloadavg()
         pa, pb, pc = cells(plain), cells(ours), cells(unsafe)
         same = pa == pb == pc
         notebooks = 6 * students
@@ -114,6 +128,8 @@ def bench_workbook(students: int, jobs: int) -> int:
         print(f"ours, --unsafe-no-sandbox     : {t_unsafe:6.1f} s  ({t_unsafe / notebooks:.2f} s per notebook)")
         print(f"speed-up over plain nbgrader: {t_plain / t_ours:.1f}x sandboxed, {t_plain / t_unsafe:.1f}x unsandboxed; "
               f"the sandbox costs {100 * (t_ours - t_unsafe) / t_unsafe:+.0f}% of the whole run")
+        print(f"load average (1, 5, 15 min) before: {' '.join(f'{x:.2f}' for x in load_before)}, after: "
+              f"{' '.join(f'{x:.2f}' for x in load_after)} on {os.cpu_count()} CPUs")
         sandbox_costs()
         return 0 if same else 1
 

@@ -84,8 +84,12 @@ class FailingGradebook:
         def rollback(cls) -> None:
             cls.rolled_back += 1
 
-    def update_or_create_student(self, student: str) -> None:
-        raise sqlalchemy.exc.OperationalError("insert", {}, Exception("database is locked"))
+        @classmethod
+        def commit(cls) -> None:
+            raise AssertionError("nothing to commit")
+
+    def find_student(self, student: str) -> None:
+        raise sqlalchemy.exc.OperationalError("select", {}, Exception("database is locked"))
 
 
 def test_a_notebook_that_cannot_be_stored_gets_a_row_saying_why(tmp_path: Path) -> None:
@@ -94,10 +98,34 @@ def test_a_notebook_that_cannot_be_stored_gets_a_row_saying_why(tmp_path: Path) 
     nb = v4.new_notebook(cells=[v4.new_code_cell("x")])
     graded = Graded({"check": (1.0, 1.0)}, {}, nb)
     state = store.State(tmp_path, SECRET)
-    row = batch._store_or_zero(FailingGradebook(), course, "a", item, "fp", graded, state)  # type: ignore[arg-type]
+    [row] = batch._store_group(FailingGradebook(), course, "a", [(item, "fp", graded)], state)  # type: ignore[arg-type]
     assert (row.status, row.score, row.max_score) == ("not graded", 0.0, 1.0)
     assert "could not store the grade (OperationalError" in row.reason and "database is locked" in row.reason
     assert state.get(store.State.key("a", "alice", "nb")) is None  # no state: the next run grades it again
+
+
+def test_a_group_stored_in_one_commit_keeps_its_other_notebooks_when_one_cannot_be_stored(tmp_path: Path) -> None:
+    from nbgrader.api import Gradebook
+
+    url = f"sqlite:///{tmp_path}/gradebook.db"
+    with Gradebook(url) as gb:
+        gb.add_assignment("a")
+        gb.add_notebook("nb", "a")
+        gb.add_grade_cell("g1", "nb", "a", max_score=1, cell_type="code")
+    course = batch.Course.open(batch.Config(), str(tmp_path))
+    nb = v4.new_notebook(cells=[v4.new_code_cell("x")])
+    group = [(batch.Item(s, "nb", tmp_path / "submitted" / s / "a" / "nb.ipynb"), f"fp-{s}",
+              Graded({"g1" if s != "bob" else "no_such_cell": (1.0, 1.0)}, {}, nb)) for s in ("alice", "bob", "carol")]
+    state = store.State(tmp_path, SECRET)
+    with Gradebook(url) as gb:
+        rows = batch._store_group(gb, course, "a", group, state)
+    assert [(r.student, r.status) for r in rows] == [("alice", "graded"), ("bob", "not graded"), ("carol", "graded")]
+    assert "could not store the grade (MissingEntry" in rows[1].reason
+    with Gradebook(url) as gb:  # committed, read back by another connection
+        assert {s: gb.find_grade("g1", "nb", "a", s).auto_score for s in ("alice", "carol")} == {"alice": 1.0, "carol": 1.0}
+    saved = store.State(tmp_path, SECRET)  # the state on disk: the stored two, not bob (regraded next run)
+    assert [saved.get(store.State.key("a", s, "nb")) is not None for s in ("alice", "bob", "carol")] == [True, False, True]
+    assert (tmp_path / "autograded" / "alice" / "a" / "nb.ipynb").is_file()
 
 
 def test_gradebook_connections_wait_for_a_lock_instead_of_failing(tmp_path: Path) -> None:

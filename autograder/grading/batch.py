@@ -8,7 +8,7 @@ import json
 import os
 import sys
 import threading
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import ALL_COMPLETED, FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,7 +21,7 @@ from traitlets.config import Config
 from .. import __version__
 from ..settings import BatchGrading, Limits, Tolerance
 from . import class_report, runner, sandbox
-from .formgrader import AUTOGRADED_HASH, autograded_digest, autograded_untouched, show_flags
+from .formgrader import AUTOGRADED_HASH, autograded_digest, autograded_untouched, flag_box
 from .judge import stopped_output
 from .late import apply_late_penalties
 from .other_files import copy_other_files
@@ -237,8 +237,15 @@ def _grade_all(todo: list[tuple[Item, str]], spec: AssignmentSpec, course: Cours
     pending: dict[Future[Graded], tuple[Item, str]] = {pool.submit(work, item): (item, fp) for item, fp in todo}
     try:
         with Gradebook(course.coursedir.db_url, course.coursedir.course_id) as gb:
+            # The assignment's notebooks and cells stay loaded across commits: nbgrader's add_submission walks them
+            # for every new student (reloading them after each commit cost ~0.3 s a student). Rows this grader
+            # writes are each read once, fresh, when their notebook is stored.
+            gb.db().expire_on_commit = False
             while pending:
                 done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                if pending.keys() - done:  # a moment for more to finish: one commit and one state write for all
+                    done |= wait(pending.keys() - done, timeout=GROUP_SECONDS, return_when=ALL_COMPLETED)[0]
+                group = []
                 for future in done:
                     item, fp = pending.pop(future)
                     try:
@@ -246,8 +253,9 @@ def _grade_all(todo: list[tuple[Item, str]], spec: AssignmentSpec, course: Cours
                     except Exception as exc:  # a grader bug must not lose the rest of the batch
                         graded = not_graded(course.release(options.assignment) / f"{item.notebook}.ipynb",
                                             spec.notebooks[item.notebook], f"grader error {type(exc).__name__}: {exc}")
-                    rows.append(_store_or_zero(gb, course, options.assignment, item, fp, graded, state))
-                    bar.update(1)
+                    group.append((item, fp, graded))
+                rows += _store_group(gb, course, options.assignment, group, state)
+                bar.update(len(group))
     except BaseException:
         stop.set()
         pool.shutdown(wait=False, cancel_futures=True)
@@ -259,35 +267,59 @@ def _grade_all(todo: list[tuple[Item, str]], spec: AssignmentSpec, course: Cours
     return rows
 
 
-def _store_or_zero(gb: Gradebook, course: Course, assignment: str, item: Item, fp: str, graded: Graded, state: State) -> Row:
-    """Store one notebook; if that fails, its row says why (0 points shown, no state kept: the next run regrades it)."""
+GROUP_SECONDS = 0.5  # how long the writer waits for more finished notebooks, to store them in one transaction
+
+
+def _store_group(gb: Gradebook, course: Course, assignment: str, group: list[tuple[Item, str, Graded]],
+                 state: State) -> list[Row]:
+    """Store finished notebooks: their files, then every gradebook row in one commit, then the resume state.
+
+    A kill before the commit leaves no row and no state of the group (regraded next time); between the commit and
+    the state, only the state is missing (regraded too). If storing the group fails, each notebook is stored alone,
+    so only the one that fails says why.
+    """
     try:
-        return _store(gb, course, assignment, item, fp, graded, state)
-    except Exception as exc:  # one notebook's storage failing must not lose the rest of the batch
+        stored = [_store(gb, course, assignment, item, fp, graded, state) for item, fp, graded in group]
+        gb.db.commit()
+    except Exception:
         gb.db.rollback()
-        reason = f"could not store the grade ({type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''})"
-        return Row(item.student, item.notebook, 0.0, graded.max_score, "not graded", graded.flags, reason)
+        stored = []
+        for item, fp, graded in group:
+            try:
+                stored.append(_store(gb, course, assignment, item, fp, graded, state))
+                gb.db.commit()
+            except Exception as exc:  # one notebook's storage failing must not lose the rest of the batch
+                gb.db.rollback()
+                reason = ("could not store the grade "
+                          f"({type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''})")
+                stored.append((Row(item.student, item.notebook, 0.0, graded.max_score, NOT_GRADED, graded.flags,
+                                   reason), None))
+    for row, record in stored:
+        if record is not None:  # no state for a notebook that could not be stored: the next run regrades it
+            state.put(State.key(assignment, row.student, row.notebook), record, save=False)
+    state.save()
+    return [row for row, _ in stored]
 
 
-def _store(gb: Gradebook, course: Course, assignment: str, item: Item, fp: str, graded: Graded, state: State) -> Row:
-    """Notebook first, then the gradebook (one commit), then the state: a kill between steps only causes a regrade."""
+def _store(gb: Gradebook, course: Course, assignment: str, item: Item, fp: str, graded: Graded,
+           state: State) -> tuple[Row, dict[str, Any]]:
+    """The notebook's file, its gradebook rows (not committed) and its row; the state record to keep once committed."""
     out_dir = course.autograded(item.student, assignment)
-    if graded.nb is not None:
-        write_notebook(graded.nb, out_dir / f"{item.notebook}.ipynb")
+    path = out_dir / f"{item.notebook}.ipynb"
+    digest = write_notebook(graded.nb, path) if graded.nb is not None else autograded_digest(path)
     timestamp = course.coursedir.get_existing_timestamp(str(item.path.parent)) if item.path.parent.is_dir() else None
     stamp = item.path.parent / "timestamp.txt"
     if stamp.is_file():
         (out_dir / "timestamp.txt").write_bytes(stamp.read_bytes())
-    record_grades(gb, assignment, item.student, item.notebook, graded, timestamp)
-    show_flags(gb, assignment, item.student, item.notebook, graded.flags, state.get(State.key(assignment, item.student, item.notebook)))
+    flagged = flag_box(graded.flags, state.get(State.key(assignment, item.student, item.notebook)))
+    record_grades(gb, assignment, item.student, item.notebook, graded, timestamp, flagged, commit=False)
     status = GRADED if graded.ran else NOT_GRADED
     reason = "; ".join(dict.fromkeys(x for x in [graded.reason, *graded.notes] if x))
     row = Row(item.student, item.notebook, graded.score, graded.max_score, status, graded.flags, reason,
               graded.misconceptions)
-    state.put(State.key(assignment, item.student, item.notebook),
-              {"fingerprint": fp, "score": row.score, "max_score": row.max_score, "flags": row.flags, "reason": row.reason,
-               "misconceptions": row.misconceptions, AUTOGRADED_HASH: autograded_digest(out_dir / f"{item.notebook}.ipynb")})
-    return row
+    record = {"fingerprint": fp, "score": row.score, "max_score": row.max_score, "flags": row.flags,
+              "reason": row.reason, "misconceptions": row.misconceptions, AUTOGRADED_HASH: digest}
+    return row, record
 
 
 def summary(rows: list[Row]) -> str:

@@ -11,8 +11,6 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-from nbgrader.api import Gradebook, MissingEntry
-
 AUTOGRADED_HASH = "autograded_sha256"  # the state record's key
 
 
@@ -30,19 +28,12 @@ def autograded_untouched(record: dict[str, Any], path: Path) -> bool:
     return AUTOGRADED_HASH in record and record[AUTOGRADED_HASH] == autograded_digest(path)
 
 
-def show_flags(gb: Gradebook, assignment: str, student: str, notebook: str, flags: list[str],
-               previous: dict[str, Any] | None) -> None:
-    """Tick the formgrader's Flagged? box (`SubmittedNotebook.flagged`) for a FLAGGED notebook.
-
-    A grader's own flag (set in the formgrader) is kept; the box is cleared only when this grader set it and the
-    regraded notebook is no longer suspect.
-    """
-    try:
-        submitted = gb.find_submission_notebook(notebook, assignment, student)
-    except MissingEntry:
-        return
+def flag_box(flags: list[str], previous: dict[str, Any] | None) -> bool | None:
+    """The formgrader's Flagged? box (`SubmittedNotebook.flagged`) for a regraded notebook: True (tick it) when
+    FLAGGED, False (clear it) when this grader had set it and the notebook is no longer suspect, None (leave it:
+    a grader's own flag, set in the formgrader, is kept) otherwise."""
     if flags:
-        submitted.flagged = True
-    elif previous and previous.get("flags"):
-        submitted.flagged = False
-    gb.db.commit()
+        return True
+    if previous and previous.get("flags"):
+        return False
+    return None

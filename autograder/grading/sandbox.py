@@ -47,7 +47,7 @@ WORKER_SIDE = ("settings.py", "probes/__init__.py", "probes/engine.py", "probes/
                "probes/net.py", "probes/safe.py", "grading/__init__.py", "grading/worker.py", "grading/channel.py",
                "grading/audit.py", "grading/sandbox.py")
 PRELOAD = ("numpy", "matplotlib.pyplot", "IPython.core.interactiveshell", "tqdm", "autograder", "autograder.workbook",
-           "autograder.grading.worker", "autograder.probes")
+           "autograder.settings", "autograder.grading.worker", "autograder.grading.audit", "autograder.probes")
 ENVIRONMENT = {  # everything a notebook's process sees of the environment
     "HOME": SCRATCH,
     "LANG": "C.UTF-8",
@@ -107,6 +107,8 @@ def stage(dest: Path) -> None:
     shutil.copyfile(pkg / "grading" / "standin" / "__init__.py", out / "__init__.py")
     shutil.copyfile(pkg / "grading" / "standin" / "aids.py", out / "_sandbox_aids.py")
     (out / "workbook.py").write_text(sandboxed_workbook((pkg / "workbook.py").read_text()))
+    # PyTorch's numbers for notebook 05's side-by-side cells: shown to every learner anyway, and no check reads them
+    shutil.copyfile(pkg / "torch_reference.json", out / "torch_reference.json")
     cache = Path(os.environ.get("MPLCONFIGDIR") or Path.home() / ".cache" / "matplotlib")
     fonts = sorted(cache.glob("fontlist-*.json")) if cache.is_dir() else []
     if fonts:  # matplotlib's font list: without it the fork server spends seconds scanning the system's fonts
@@ -299,18 +301,32 @@ class Sandbox:
             self.cond.wait_for(lambda: self.replies.get(ident, {}).get("status") is not None or self.dead, timeout)
             return self.replies.get(ident, {}).get("status")
 
-    def kill(self, ident: int) -> None:
-        """Kill one worker and everything it started; if the server does not confirm, kill the whole sandbox."""
+    def kill(self, ident: int, wait: bool = True) -> None:
+        """Kill one worker and everything it started; if the server does not confirm, kill the whole sandbox.
+
+        wait=False: confirm in the background and forget the worker then (a worker that said `done` has exited or
+        is exiting: its grading thread need not wait for the report).
+        """
         with self.cond:
             if self.replies.get(ident, {}).get("status") is not None:
+                if not wait:
+                    self.replies.pop(ident, None)
                 return
         try:
             self._request({"op": "kill", "id": ident})
         except SandboxFailed:
             self.close()
             return
+        if wait:
+            self._confirm(ident)
+        else:
+            threading.Thread(target=self._confirm, args=(ident, True), name="sandbox-kill", daemon=True).start()
+
+    def _confirm(self, ident: int, forget: bool = False) -> None:
         if self.status(ident, KILL_TIMEOUT) is None and not self.dead:
             self.close()  # a stopped or stuck fork server: every process of this sandbox goes with it
+        if forget:
+            self.forget(ident)
 
     def forget(self, ident: int) -> None:
         with self.cond:
@@ -350,9 +366,8 @@ class Worker:
         self.box.kill(self.ident)
 
     def close(self) -> None:
-        self.kill()
         self.conn.close()
-        self.box.forget(self.ident)
+        self.box.kill(self.ident, wait=False)
 
 
 class Pool:
@@ -662,11 +677,18 @@ def serve(control_fd: int) -> None:
         try:
             for name in PRELOAD:
                 importlib.import_module(name)
+            import gc
             import threading as _threading
 
             import tqdm
 
+            from autograder.grading import worker
+
             tqdm.tqdm.set_lock(_threading.RLock())  # not a multiprocessing semaphore that a killed worker would leak
+            worker.prepare()
+            # Everything loaded so far lives as long as the server: out of the collector's sight, a worker's garbage
+            # collections neither walk it nor copy its pages (fork's copy-on-write).
+            gc.freeze()
         except Exception as exc:
             error = f"the worker-side code failed to import: {type(exc).__name__}: {exc}"
     timing = {"self_test_s": round(t1 - t0, 4), "preload_s": round(time.perf_counter() - t1, 4)}

@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import nbformat
-from nbgrader.api import Gradebook
+from nbgrader import utils as nbutils
+from nbgrader.api import BaseCell, Comment, Grade, Gradebook, MissingEntry
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 
@@ -66,15 +67,17 @@ def _read_secret(path: Path) -> bytes:
     return bytes.fromhex(text)
 
 
-def atomic_write(path: Path, data: bytes) -> None:
-    """Write `data` to `path` so that a kill at any moment leaves the old file or the new one, never half of it."""
+def atomic_write(path: Path, data: bytes, durable: bool = True) -> None:
+    """Write `data` to `path` so that a kill at any moment leaves the old file or the new one, never half of it;
+    `durable` also survives a power cut (fsync)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
-            os.fsync(f.fileno())
+            if durable:
+                os.fsync(f.fileno())
         os.chmod(tmp, 0o644)
         os.replace(tmp, path)
     except BaseException:
@@ -83,9 +86,14 @@ def atomic_write(path: Path, data: bytes) -> None:
         raise
 
 
-def write_notebook(nb: nbformat.NotebookNode, path: Path) -> None:
-    """The autograded notebook, atomically."""
-    atomic_write(path, nbformat.writes(nb).encode())
+def write_notebook(nb: nbformat.NotebookNode, path: Path) -> str:
+    """The autograded notebook, atomically; returns its SHA-256 (the state records it).
+
+    Not fsynced: after a power cut a notebook that is not the file recorded has another hash, and is regraded.
+    """
+    data = nbformat.writes(nb).encode()
+    atomic_write(path, data, durable=False)
+    return hashlib.sha256(data).hexdigest()
 
 
 @contextlib.contextmanager
@@ -141,29 +149,65 @@ class State:
             return None
         return record
 
-    def put(self, key: str, record: dict[str, Any]) -> None:
-        """Store a record (with its HMAC) and write the whole state atomically."""
+    def put(self, key: str, record: dict[str, Any], save: bool = True) -> None:
+        """Store a record (with its HMAC) and write the whole state atomically (save=False: at the next `save`)."""
         self.records[key] = {**record, "mac": self._mac(key, record)}
+        if save:
+            self.save()
+
+    def save(self) -> None:
+        """Write the whole state atomically."""
         atomic_write(self.path, json.dumps(self.records, indent=1, sort_keys=True).encode())
 
 
-def record_grades(gb: Gradebook, assignment: str, student: str, notebook: str, graded: Graded, timestamp: Any) -> None:
-    """The rows `nbgrader autograde` writes for one notebook (student, submission, auto scores, auto comments), in one commit."""
-    gb.update_or_create_student(student)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # SQLAlchemy's autoflush notes from inside nbgrader's add_submission
-        if timestamp:
-            gb.update_or_create_submission(assignment, student, timestamp=timestamp)
-        else:
-            gb.update_or_create_submission(assignment, student)
+def record_grades(gb: Gradebook, assignment: str, student: str, notebook: str, graded: Graded, timestamp: Any,
+                  flagged: bool | None = None, commit: bool = True) -> None:
+    """The rows `nbgrader autograde` writes for one notebook (student, submission, auto scores, auto comments) and
+    the formgrader's Flagged? box (`formgrader.flag_box`: None leaves it), in one commit; with commit=False in the
+    caller's, which commits several notebooks at once."""
     try:
+        _ensure_submission(gb, assignment, student, timestamp)
+        submitted = gb.find_submission_notebook(notebook, assignment, student)
+        # one query each for the notebook's grades and comments (nbgrader's find_grade is a query per cell)
+        grades = dict(gb.db.query(BaseCell.name, Grade).join(Grade, Grade.cell_id == BaseCell.id)
+                      .filter(Grade.notebook_id == submitted.id).all())
+        comments = dict(gb.db.query(BaseCell.name, Comment).join(Comment, Comment.cell_id == BaseCell.id)
+                        .filter(Comment.notebook_id == submitted.id).all())
         for grade_id, (auto, _) in graded.scores.items():
-            grade = gb.find_grade(grade_id, notebook, assignment, student)
+            if grade_id not in grades:
+                raise MissingEntry(f"no grade {grade_id} in {student}'s {notebook}")
+            grade = grades[grade_id]
             grade.auto_score = auto
             grade.needs_manual_grade = grade.manual_score is not None or auto is None
         for grade_id, text in graded.comments.items():
-            gb.find_comment(grade_id, notebook, assignment, student).auto_comment = text
-        gb.db.commit()
+            if grade_id not in comments:
+                raise MissingEntry(f"no comment {grade_id} in {student}'s {notebook}")
+            comments[grade_id].auto_comment = text
+        if flagged is not None:
+            submitted.flagged = flagged
+        if commit:
+            gb.db.commit()
     except BaseException:
         gb.db.rollback()
         raise
+
+
+def _ensure_submission(gb: Gradebook, assignment: str, student: str, timestamp: Any) -> None:
+    """The student and their submission (with its time), as nbgrader's update_or_create_* make them; nbgrader's
+    add_* commit, but only when a student or submission is new (once per student), not for every notebook."""
+    try:
+        gb.find_student(student)
+    except MissingEntry:
+        gb.add_student(student)
+    try:
+        submission = gb.find_submission(assignment, student)
+    except MissingEntry:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # SQLAlchemy's autoflush notes from inside nbgrader's add_submission
+            if timestamp:
+                gb.add_submission(assignment, student, timestamp=timestamp)
+            else:
+                gb.add_submission(assignment, student)
+    else:
+        if timestamp:
+            submission.timestamp = nbutils.parse_utc(timestamp)

@@ -181,6 +181,7 @@ for i in range(20_000):
 
 CAP_RAISED = '''import gc
 
+gc.unfreeze()  # the fork server froze its heap out of the collector's view: bring the worker's objects back
 for obj in gc.get_objects():
     if type(obj).__name__ == "Outputs" and hasattr(obj, "limit"):
         obj.limit = 10**12  # the worker's own count no longer stops anything
@@ -197,7 +198,9 @@ CASES: dict[str, Case] = {
     "forge_frames": Case(lambda: _set(solved(), "ex_02_mul", FRAMES), scores(1, 1, 0, 2), "", "sys._getframe"),
     "forge_raw_fd": Case(lambda: append(solved(), "ex_02_add", RAW_FD), scores(1, 0, 0, 0), "broke the grading protocol",
                          "broke the grading protocol"),
-    "forge_profile_hook": Case(lambda: _set(solved(), "ex_02_mul", PROFILE), scores(1, 1, 0, 0), "", "sys.setprofile"),
+    # the hook rewrites every observation it reaches (mul_forward then fails as judged); the hand-filled grads of
+    # manual_backprop are the notebook's own correct work and keep their points
+    "forge_profile_hook": Case(lambda: _set(solved(), "ex_02_mul", PROFILE), scores(1, 1, 0, 2), "", "sys.setprofile"),
     "forge_json_encoder": Case(lambda: _set(solved(), "ex_02_mul", JSON_PATCH), scores(1, 1, 0, 0), "tampered with the grader",
                                "json.encoder.JSONEncoder.encode"),
     "forge_patch_then_restore": Case(lambda: _set(solved(), "ex_02_mul", PATCH_THEN_RESTORE), scores(1, 1, 0, 2), "",

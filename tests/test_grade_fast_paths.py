@@ -1,0 +1,118 @@
+"""The grading worker's fast paths keep their meaning: the guard's identity check sees every replacement the full
+comparison sees, figures are shown by their text, tracebacks stay readable, plots are left out while grading, and
+the resume state is written only when asked."""
+
+from __future__ import annotations
+
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+from autograder.grading import store
+from autograder.grading.worker import Guard, Outputs, make_shell, run_cell
+
+OUTPUTS = Outputs(100_000)
+
+
+@pytest.fixture(scope="module")
+def shell():
+    """The grading worker's shell (IPython's is one per process, as in a worker)."""
+    return make_shell(OUTPUTS)
+
+
+@pytest.fixture
+def guarded(monkeypatch: pytest.MonkeyPatch):
+    """A throwaway autograder module (a constant, a function, a class, a table) under a fresh guard."""
+    module = types.ModuleType("autograder._fast_path_probe")
+    exec("LIMIT = 3.5\ndef f(x=1.0):\n    return x\nclass C:\n    def m(self):\n        return 1\nTABLE = {'a': 1.5}\n",
+         module.__dict__)
+    for name in ("f", "C"):
+        getattr(module, name).__module__ = module.__name__
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    return module, Guard({})
+
+
+def replace_constant(m: types.ModuleType) -> None:
+    m.LIMIT = 4.5
+
+
+def replace_code(m: types.ModuleType) -> None:
+    m.f.__code__ = (lambda x=1.0: -x).__code__
+
+
+def replace_defaults(m: types.ModuleType) -> None:
+    m.f.__defaults__ = (2.0,)
+
+
+def replace_method(m: types.ModuleType) -> None:
+    m.C.m = lambda self: 2
+
+
+def replace_table_entry(m: types.ModuleType) -> None:
+    m.TABLE["a"] = 9.0
+
+
+def remove_module(m: types.ModuleType) -> None:
+    del sys.modules[m.__name__]
+
+
+@pytest.mark.parametrize("tamper", [replace_constant, replace_code, replace_defaults, replace_method,
+                                    replace_table_entry, remove_module])
+def test_the_guards_identity_check_sees_what_the_full_comparison_sees(guarded, tamper) -> None:
+    module, guard = guarded
+    assert guard.unchanged() and guard.changes() == []
+    tamper(module)
+    assert not guard.unchanged()
+    assert any(name.startswith(module.__name__) for name in guard.changes()), guard.changes()
+
+
+def test_new_attributes_and_a_replaced_then_restored_item_are_no_change(guarded) -> None:
+    module, guard = guarded
+    module.EXTRA = 1
+    module.TABLE["new"] = 2.0
+    original = module.f
+    module.f = lambda: 0
+    module.f = original
+    assert guard.unchanged() and guard.changes() == []
+
+
+def test_a_figure_in_the_grading_shell_is_shown_by_its_text_and_never_drawn(shell, monkeypatch) -> None:
+    monkeypatch.setenv("MPLBACKEND", "module://matplotlib_inline.backend_inline")
+    outputs = OUTPUTS
+    outputs.clear()
+    run_cell(shell, outputs, "import matplotlib.pyplot as plt\nplt.figure(figsize=(5, 3))\nplt.plot([1, 2, 3])\nplt.show()",
+             30)
+    shown = [o for o in outputs.export() if o["output_type"] == "display_data"]
+    assert shown and all(set(o["data"]) == {"text/plain"} for o in shown), outputs.export()
+    assert "Figure size 500x300" in shown[0]["data"]["text/plain"]
+
+
+def test_a_traceback_while_grading_names_the_error_and_the_line(shell) -> None:
+    outputs = OUTPUTS
+    outputs.clear()
+    run_cell(shell, outputs, "def stub():\n    raise NotImplementedError()\n\nstub()", 30)
+    [error] = [o for o in outputs.export() if o["output_type"] == "error"]
+    text = "".join(error["traceback"])
+    assert error["ename"] == "NotImplementedError" and "raise NotImplementedError()" in text and "line 2" in text
+
+
+def test_plots_are_left_out_while_grading_with_a_line_saying_so(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    from autograder.workbook import plot_decision_boundary, plot_loss
+
+    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
+    calls = []
+    assert plot_loss([1.0, 0.5], "four examples") is None
+    assert plot_decision_boundary(lambda p: calls.append(p), [[0.0, 0.0]], [1.0]) is None
+    assert calls == []  # the boundary's grid is not even computed
+    out = capsys.readouterr().out
+    assert "plot 'four examples'" in out and "not while grading" in out
+
+
+def test_the_resume_state_is_written_once_per_save(tmp_path: Path) -> None:
+    state = store.State(tmp_path, b"s" * 32)
+    state.put("a/alice/nb", {"fingerprint": "f", "score": 1.0}, save=False)
+    assert not (tmp_path / store.STATE_FILE).exists()
+    state.save()
+    assert store.State(tmp_path, b"s" * 32).get("a/alice/nb")["score"] == 1.0
