@@ -96,10 +96,7 @@ class SandboxCheck(WorkerPlugin):
                 error = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
         await worker.set_resources(**{RESOURCE: 0 if error else worker.state.nthreads})
         worker.log_event(TOPIC, {"run": self.run, "worker": worker.address, "host": socket.gethostname(), "error": error})
-
-    def teardown(self, worker: Any) -> None:
-        """Close the sandbox with the worker."""
-        sandbox.MODE.pool.close()
+        # no teardown: the sandbox serves the next run too, and dies with the worker process (bwrap --die-with-parent)
 
 
 def connect(target: str, jobs: int) -> tuple[Client, Any]:

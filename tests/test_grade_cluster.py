@@ -1,0 +1,213 @@
+"""`python -m autograder grade --cluster`: the real workbook graded on a Dask LocalCluster (worker processes).
+
+One scenario feeds every test here. A LocalCluster of two workers, plus a third worker that cannot start its
+sandbox (no bubblewrap on its PATH), grades a copy of the workbook course that plain nbgrader and the local
+grader have already graded (conftest's `graded`), with the local run's rows, notebooks and state removed:
+1. the command line's driver is SIGKILLed once it has stored a first notebook;
+2. the driver runs again (in this process) and, while it runs, one Dask worker is SIGKILLed with a notebook in hand.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from contextlib import redirect_stderr
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from workbook_course import NAMES, ROOT, VENV_BIN, Graded
+
+from autograder.grading import batch, sandbox
+from autograder.grading.store import STATE_FILE
+from autograder.settings import load_config
+
+pytestmark = pytest.mark.slow  # a cluster of three worker processes grading the workbook: a minute, not seconds
+
+STUDENTS = ("blank", "mistaken", "solution")
+ASSIGNMENT = "workbook"
+
+
+def cell_scores(db_url: str) -> dict[tuple[str, str, str], float | None]:
+    """(student, notebook, grade_id) -> score, every grade cell of the gradebook."""
+    from nbgrader.api import Gradebook
+
+    with Gradebook(db_url) as gb:
+        return {(s, name, g.name): g.score for s in STUDENTS for name in NAMES
+                for g in gb.find_submission_notebook(name, ASSIGNMENT, s).grades}
+
+
+def grade_rows(db_url: str) -> tuple[int, int]:
+    """Rows of the grade table, and distinct (notebook, cell) pairs among them: equal when nothing is doubled."""
+    from nbgrader.api import Gradebook
+    from sqlalchemy import text
+
+    with Gradebook(db_url) as gb:
+        return tuple(gb.db.execute(text("select count(*), count(distinct notebook_id || '/' || cell_id) from grade")).one())
+
+
+@dataclass
+class Scenario:
+    """What the two runs did and left."""
+
+    course: Path
+    bad_worker: str  # address of the worker without a sandbox
+    first_run_stored: int  # notebooks the killed driver had stored
+    rows: list[batch.Row]  # the second run's summary rows
+    stores: dict[str, int]  # notebook label -> times the second run's driver stored it
+    killed: list[str]  # labels of the notebooks the killed worker had in hand
+    ran_on: dict[str, set[str]] = field(default_factory=dict)  # notebook label -> workers that ran its task
+    stderr: str = ""  # the second run's reports
+
+
+def _unavailable(reason: str) -> None:
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"CI must run the cluster tests: {reason}")
+    pytest.skip(reason)
+
+
+def _fresh_copy(graded: Graded, dest: Path) -> Path:
+    """The locally graded course without anything the local run wrote: grades must come from the cluster."""
+    from nbgrader.api import Gradebook
+
+    shutil.copytree(graded.ours, dest)
+    shutil.rmtree(dest / "autograded")
+    (dest / STATE_FILE).unlink()
+    with Gradebook(f"sqlite:///{dest / 'gradebook.db'}") as gb:
+        for student in STUDENTS:
+            gb.remove_submission(ASSIGNMENT, student)
+    return dest
+
+
+def _label(key: Any) -> str:
+    """The notebook label in a grading task's key (grade-<assignment>/<student>/<notebook>-<run>)."""
+    return str(key).removeprefix(f"grade-{ASSIGNMENT}/").rsplit("-", 1)[0]
+
+
+def _kill_driver_after_first_store(course: Path, address: str) -> int:
+    """Run the command line's driver on the cluster; SIGKILL it once a notebook is stored; how many were stored."""
+    env = {**os.environ, "PATH": VENV_BIN + os.pathsep + os.environ.get("PATH", ""), "AUTOGRADER_COURSE_DIR": str(course)}
+    proc = subprocess.Popen([sys.executable, "-m", "autograder", "grade", ASSIGNMENT, "--course", str(course),
+                             "--config", str(ROOT / "grading_config.py"), "--no-progress", "--cluster", address],
+                            cwd=course, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    state = course / STATE_FILE
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and not state.exists() and proc.poll() is None:
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    return state.read_text().count('"fingerprint"') if state.exists() else 0
+
+
+@pytest.fixture(scope="module")
+def scenario(graded: Graded, tmp_path_factory: pytest.TempPathFactory) -> Scenario:
+    reason = sandbox.unavailable_reason()
+    if reason:
+        _unavailable(reason)
+    try:
+        from distributed import Client, LocalCluster, get_task_stream
+    except ImportError:
+        _unavailable("dask's distributed is not installed (it is in the dev and cluster extras: pip install -e '.[dev]')")
+    course = _fresh_copy(graded, tmp_path_factory.mktemp("cluster") / "course")
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as lc, Client(lc) as client:
+        # a worker on a machine without bubblewrap: it joins the cluster but must take no work
+        bad = subprocess.Popen([os.path.join(VENV_BIN, "dask"), "worker", lc.scheduler_address, "--nthreads", "1",
+                                "--no-nanny", "--no-dashboard", "--name", "no-sandbox"],
+                               env={"PATH": VENV_BIN, "HOME": os.environ.get("HOME", "/root")},
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            client.wait_for_workers(3, timeout=120)
+            bad_address = next(a for a, w in client.scheduler_info()["workers"].items() if w.get("name") == "no-sandbox")
+            pids = client.run(os.getpid)
+            first = _kill_driver_after_first_store(course, lc.scheduler_address)
+            assert 0 < first < len(STUDENTS) * len(NAMES), "the driver was not killed mid-run: nothing was tested"
+            return _second_run(course, lc.scheduler_address, client, get_task_stream, pids, bad_address, first)
+        finally:
+            bad.kill()
+            bad.wait()
+
+
+def _second_run(course: Path, address: str, client: Any, get_task_stream: Any, pids: dict[str, int], bad: str,
+                first: int) -> Scenario:
+    """The driver again, in a thread of this process; this thread kills a worker that has a notebook in hand."""
+    stores: dict[str, int] = {}
+    store = batch._store_or_zero
+
+    def counting(gb, course_, assignment, item, fp, graded, state):  # type: ignore[no-untyped-def]
+        stores[item.label] = stores.get(item.label, 0) + 1
+        return store(gb, course_, assignment, item, fp, graded, state)
+
+    options = batch.Options(ASSIGNMENT, load_config(ROOT / "grading_config.py"), str(course), progress=False,
+                            cluster=address)
+    out: dict[str, Any] = {}
+    err = io.StringIO()
+
+    def drive() -> None:
+        try:
+            with redirect_stderr(err):
+                out["rows"] = batch.run(options)
+        except BaseException as exc:
+            out["error"] = exc
+
+    batch._store_or_zero = counting
+    killed: list[str] = []
+    try:
+        with get_task_stream(client) as stream:
+            driver = threading.Thread(target=drive)
+            driver.start()
+            deadline = time.monotonic() + 300
+            while not killed and driver.is_alive() and time.monotonic() < deadline:
+                for address, keys in client.processing().items():
+                    grading = [k for k in keys if str(k).startswith("grade-")]
+                    if grading and address in pids and address != bad:
+                        os.kill(pids[address], signal.SIGKILL)
+                        killed = [_label(k) for k in grading]
+                        break
+                time.sleep(0.05)
+            driver.join(600)
+    finally:
+        batch._store_or_zero = store
+    assert "error" not in out, out.get("error")
+    ran_on: dict[str, set[str]] = {}
+    for task in stream.data:
+        if str(task["key"]).startswith("grade-"):
+            ran_on.setdefault(_label(task["key"]), set()).add(task["worker"])
+    return Scenario(course, bad, first, out["rows"], stores, killed, ran_on, err.getvalue())
+
+
+def test_every_workbook_grade_cell_on_the_cluster_scores_as_local_grading_and_plain_nbgrader(graded, scenario):
+    db = f"sqlite:///{scenario.course / 'gradebook.db'}"
+    cluster = cell_scores(db)
+    assert len(cluster) > 3 * len(NAMES)
+    assert cluster == cell_scores(f"sqlite:///{graded.ours / 'gradebook.db'}")
+    assert cluster == cell_scores(f"sqlite:///{graded.course / 'gradebook.db'}")
+
+
+def test_a_killed_driver_resumes_where_it_stopped_with_no_duplicate_rows(scenario):
+    statuses = [r.status for r in scenario.rows]
+    assert len(scenario.rows) == len(STUDENTS) * len(NAMES)
+    assert statuses.count(batch.SKIPPED) == scenario.first_run_stored
+    assert statuses.count(batch.GRADED) == len(scenario.rows) - scenario.first_run_stored
+    rows, distinct = grade_rows(f"sqlite:///{scenario.course / 'gradebook.db'}")
+    assert rows == distinct
+
+
+def test_a_killed_worker_loses_nothing_and_each_notebook_is_stored_exactly_once(scenario):
+    assert scenario.killed, "no worker was killed with a notebook in hand"
+    assert set(scenario.stores) == {f"{r.student}/{r.notebook}" for r in scenario.rows if r.status == batch.GRADED}
+    assert set(scenario.stores.values()) == {1}
+    assert set(scenario.killed) <= set(scenario.stores)
+
+
+def test_a_worker_that_cannot_start_its_sandbox_takes_no_work_and_is_reported(scenario):
+    assert scenario.ran_on, "the task stream recorded nothing"
+    assert all(scenario.bad_worker not in workers for workers in scenario.ran_on.values())
+    line = next(ln for ln in scenario.stderr.splitlines() if scenario.bad_worker in ln)
+    assert "cannot start its grading sandbox" in line and "bubblewrap is not installed" in line
