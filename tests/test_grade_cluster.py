@@ -29,7 +29,7 @@ from autograder.grading import batch, sandbox
 from autograder.grading.store import STATE_FILE
 from autograder.settings import load_config
 
-pytestmark = pytest.mark.slow  # a cluster of three worker processes grading the workbook: a minute, not seconds
+slow = pytest.mark.slow  # the scenario: a cluster of three worker processes grading the workbook, a minute or more
 
 STUDENTS = ("blank", "mistaken", "solution")
 ASSIGNMENT = "workbook"
@@ -182,6 +182,7 @@ def _second_run(course: Path, address: str, client: Any, get_task_stream: Any, p
     return Scenario(course, bad, first, out["rows"], stores, killed, ran_on, err.getvalue())
 
 
+@slow
 def test_every_workbook_grade_cell_on_the_cluster_scores_as_local_grading_and_plain_nbgrader(graded, scenario):
     db = f"sqlite:///{scenario.course / 'gradebook.db'}"
     cluster = cell_scores(db)
@@ -190,6 +191,7 @@ def test_every_workbook_grade_cell_on_the_cluster_scores_as_local_grading_and_pl
     assert cluster == cell_scores(f"sqlite:///{graded.course / 'gradebook.db'}")
 
 
+@slow
 def test_a_killed_driver_resumes_where_it_stopped_with_no_duplicate_rows(scenario):
     statuses = [r.status for r in scenario.rows]
     assert len(scenario.rows) == len(STUDENTS) * len(NAMES)
@@ -199,6 +201,7 @@ def test_a_killed_driver_resumes_where_it_stopped_with_no_duplicate_rows(scenari
     assert rows == distinct
 
 
+@slow
 def test_a_killed_worker_loses_nothing_and_each_notebook_is_stored_exactly_once(scenario):
     assert scenario.killed, "no worker was killed with a notebook in hand"
     assert set(scenario.stores) == {f"{r.student}/{r.notebook}" for r in scenario.rows if r.status == batch.GRADED}
@@ -206,8 +209,36 @@ def test_a_killed_worker_loses_nothing_and_each_notebook_is_stored_exactly_once(
     assert set(scenario.killed) <= set(scenario.stores)
 
 
+@slow
 def test_a_worker_that_cannot_start_its_sandbox_takes_no_work_and_is_reported(scenario):
     assert scenario.ran_on, "the task stream recorded nothing"
     assert all(scenario.bad_worker not in workers for workers in scenario.ran_on.values())
     line = next(ln for ln in scenario.stderr.splitlines() if scenario.bad_worker in ln)
     assert "cannot start its grading sandbox" in line and "bubblewrap is not installed" in line
+
+
+def test_cluster_with_unsafe_no_sandbox_is_refused_in_one_line(capsys):
+    from autograder.cli import main
+
+    assert main(["grade", ASSIGNMENT, "--cluster", "tcp://127.0.0.1:1", "--unsafe-no-sandbox"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("autograder: error: --cluster grades only in the sandbox") and err.count("\n") == 1
+
+
+def test_an_unreachable_scheduler_is_a_one_line_grading_error():
+    dask = pytest.importorskip("dask")
+    from autograder.grading.cluster import connect
+    from autograder.grading.source import GradingError
+
+    with dask.config.set({"distributed.comm.timeouts.connect": "0.5s"}), pytest.raises(GradingError) as caught:
+        connect("tcp://127.0.0.1:1", 0)
+    assert str(caught.value).startswith("cannot reach the Dask scheduler tcp://127.0.0.1:1: ") and "\n" not in str(caught.value)
+
+
+def test_a_job_carries_the_notebook_as_bytes_and_unreadable_bytes_come_back_as_the_reason():
+    from autograder.grading.cluster import Job, grade_job
+    from autograder.grading.source import NotebookSpec
+
+    job = Job("ada", "engine", b'{"cells": [', {})
+    reason = grade_job(job, NotebookSpec("engine"), {}, {}, {}, b"\0" * 32)
+    assert isinstance(reason, str) and reason.startswith("the notebook is not valid JSON")
