@@ -60,16 +60,42 @@ def settings_of(configurable: Limits | Tolerance) -> dict[str, Any]:
     return {name: getattr(configurable, name) for name in configurable.trait_names(config=True)}
 
 
+class SandboxLost(Exception):
+    """This worker's sandbox stopped and cannot start again: the notebook goes to another worker (Dask's retries)."""
+
+
 def grade_job(job: Job, spec: NotebookSpec, other_ids: dict[str, str], limits: dict[str, Any],
               tolerance: dict[str, Any], secret: bytes) -> Graded | str:
     """On a worker: parse, sanitize, run in this worker's sandbox and judge one notebook; a str says why it is unreadable."""
     from .batch import grade_notebook  # batch imports this module lazily; no cycle at import time
 
     try:
-        return grade_notebook(parse_submission(job.data), spec, Limits(**limits), Tolerance(**tolerance), job.files,
-                              other_ids, secret)
+        nb = parse_submission(job.data)
     except Unreadable as exc:
         return str(exc)
+    try:  # a worker whose sandbox died for good must not grade its notebooks 0: it gives them back, and its slots
+        sandbox.MODE.pool.current()
+    except Exception as exc:
+        _withdraw(str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__)
+        raise SandboxLost(f"the grading sandbox of this worker stopped and cannot start again: {exc}") from None
+    try:
+        return grade_notebook(nb, spec, Limits(**limits), Tolerance(**tolerance), job.files, other_ids, secret)
+    except Unreadable as exc:
+        return str(exc)
+
+
+def _withdraw(error: str) -> None:
+    """From a task: this worker offers no more grading slots, and says why in the run's event log."""
+    try:
+        from distributed import get_worker
+
+        worker = get_worker()
+    except (ImportError, ValueError):  # not on a Dask worker (a test calling grade_job directly)
+        return
+    plugin = worker.plugins.get(SandboxCheck.name)
+    worker.loop.add_callback(worker.set_resources, **{RESOURCE: 0})
+    worker.log_event(TOPIC, {"run": getattr(plugin, "run", ""), "worker": worker.address, "host": socket.gethostname(),
+                             "error": error})
 
 
 class SandboxCheck(WorkerPlugin):
