@@ -245,6 +245,15 @@ def test_an_unreachable_scheduler_is_a_one_line_grading_error():
     assert str(caught.value).startswith("cannot reach the Dask scheduler tcp://127.0.0.1:1: ") and "\n" not in str(caught.value)
 
 
+def test_a_cluster_class_that_cannot_be_loaded_is_a_one_line_grading_error():
+    pytest.importorskip("distributed")
+    from autograder.grading.cluster import connect
+    from autograder.grading.source import GradingError
+
+    with pytest.raises(GradingError, match=r"^--cluster no_such_module:SLURMCluster: cannot load SLURMCluster from no_such_module"):
+        connect("no_such_module:SLURMCluster", 4)
+
+
 def test_a_job_carries_the_notebook_as_bytes_and_unreadable_bytes_come_back_as_the_reason():
     from autograder.grading.cluster import Job, grade_job
     from autograder.grading.source import NotebookSpec
