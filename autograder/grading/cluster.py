@@ -22,10 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..settings import Limits, Tolerance
-from . import sandbox
-from .runner import Graded
-from .sanitize import Unreadable, parse_submission, submitted_bytes
-from .source import GradingError, NotebookSpec
+from . import sandbox  # standard library only: a worker that cannot sandbox loads nothing else of the grader
 
 try:
     from distributed import WorkerPlugin
@@ -36,6 +33,8 @@ if TYPE_CHECKING:
     from distributed import Client
 
     from .batch import Course, Item, Options, Row
+    from .runner import Graded
+    from .source import NotebookSpec
     from .store import State
 
 RESOURCE = "autograder-sandbox"  # held by a worker whose sandbox started; each grading task takes one unit
@@ -68,6 +67,7 @@ def grade_job(job: Job, spec: NotebookSpec, other_ids: dict[str, str], limits: d
               tolerance: dict[str, Any], secret: bytes) -> Graded | str:
     """On a worker: parse, sanitize, run in this worker's sandbox and judge one notebook; a str says why it is unreadable."""
     from .batch import grade_notebook  # batch imports this module lazily; no cycle at import time
+    from .sanitize import Unreadable, parse_submission
 
     try:
         nb = parse_submission(job.data)
@@ -108,12 +108,13 @@ class SandboxCheck(WorkerPlugin):
 
     async def setup(self, worker: Any) -> None:
         """Start the sandbox (or say why not) and set this worker's slots; runs on every worker, joining later too."""
-        from .batch import GRADER_VERSION
+        error = sandbox.unavailable_reason() or ""  # first: such a worker never loads the rest of the grader
+        if not error:
+            from .batch import GRADER_VERSION
 
-        error = ""
-        if GRADER_VERSION != self.version:
-            error = f"grader {GRADER_VERSION} here, {self.version} on the driver: install the same version"
-        else:
+            if GRADER_VERSION != self.version:
+                error = f"grader {GRADER_VERSION} here, {self.version} on the driver: install the same version"
+        if not error:
             try:
                 sandbox.MODE.unsafe = False
                 sandbox.MODE.pool.warm()  # in the worker's long-lived event-loop thread: bwrap dies with its parent thread
@@ -127,6 +128,8 @@ class SandboxCheck(WorkerPlugin):
 
 def connect(target: str, jobs: int) -> tuple[Client, Any]:
     """A client of the cluster named by `target` (address, scheduler file, or module:Cluster configured by Dask's config)."""
+    from .source import GradingError
+
     try:
         from distributed import Client
     except ImportError:
@@ -181,6 +184,8 @@ class Workers:
 
     def wait_for_one(self, timeout: float = WAIT_FOR_WORKER) -> None:
         """Return once a worker has its sandbox; GradingError when every worker refused, or none came in time."""
+        from .source import GradingError
+
         deadline = time.monotonic() + timeout
         while True:
             self.poll(every=0.0)
@@ -206,6 +211,9 @@ def grade_on_cluster(todo: list[tuple[Item, str]], spec: Any, course: Course, op
     from tqdm import tqdm
 
     from .batch import _store_or_zero, not_graded
+    from .runner import Graded
+    from .sanitize import Unreadable, submitted_bytes
+    from .source import GradingError
 
     rows: list[Row] = []
     if not todo:
