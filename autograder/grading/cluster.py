@@ -210,7 +210,7 @@ def grade_on_cluster(todo: list[tuple[Item, str]], spec: Any, course: Course, op
     """Grade `todo` on the cluster; store each result here as it arrives, with the progress bar of a local run."""
     from tqdm import tqdm
 
-    from .batch import _store_or_zero, not_graded
+    from .batch import NOT_GRADED, Row, _store_or_zero, not_graded
     from .runner import Graded
     from .sanitize import Unreadable, submitted_bytes
     from .source import GradingError
@@ -275,14 +275,17 @@ def grade_on_cluster(todo: list[tuple[Item, str]], spec: Any, course: Course, op
                 item, fp = flying.pop(future)
                 try:
                     outcome = future.result()
-                except Exception as exc:  # KilledWorker (it killed every worker it ran on), a grader bug: 0 with why
-                    outcome = f"grader error {type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
-                    graded = not_graded(release[item.notebook], spec.notebooks[item.notebook], outcome)
+                except Exception as exc:  # lost by the cluster (KilledWorker, SandboxLost, a grader bug) after its retries:
+                    # nothing is stored, so the next run grades it again; the row says so
+                    why = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+                    rows.append(Row(item.student, item.notebook, 0.0, spec.notebooks[item.notebook].max_score, NOT_GRADED,
+                                    reason=f"not graded on the cluster ({why}); the next run grades it again"))
+                    bar.update(1)
                 else:
                     graded = outcome if isinstance(outcome, Graded) else not_graded(
                         release[item.notebook], spec.notebooks[item.notebook], outcome)
+                    store(item, fp, graded)
                 future.release()
-                store(item, fp, graded)
                 workers.poll()
                 submit_more()
         workers.poll(every=0.0)
