@@ -1,8 +1,8 @@
 """`python -m autograder grade --cluster`: the real workbook graded on a Dask LocalCluster (worker processes).
 
-One scenario feeds every test here. A LocalCluster of two workers, plus a third worker that cannot start its
-sandbox (no bubblewrap on its PATH), grades a copy of the workbook course that plain nbgrader and the local
-grader have already graded (conftest's `graded`), with the local run's rows, notebooks and state removed:
+One scenario feeds the slow tests here. A LocalCluster of two workers, plus a third worker that cannot start its
+sandbox (no bubblewrap on its PATH), grades two students of a copy of the workbook course that plain nbgrader and
+the local grader have already graded (conftest's `graded`), with the local run's rows, notebooks and state removed:
 1. the command line's driver is SIGKILLed once it has stored a first notebook;
 2. the driver runs again (in this process) and, while it runs, one Dask worker is SIGKILLed with a notebook in hand.
 """
@@ -33,7 +33,7 @@ from autograder.settings import load_config
 
 slow = pytest.mark.slow  # the scenario: a cluster of three worker processes grading the workbook, a minute or more
 
-STUDENTS = ("blank", "mistaken", "solution")
+STUDENTS = ("blank", "mistaken")  # of the course's three: stubs, and solutions with mistakes (passes and failures)
 ASSIGNMENT = "workbook"
 
 
@@ -99,9 +99,9 @@ def _kill_driver_after_first_store(course: Path, address: str) -> set[str]:
     env = {**os.environ, "PATH": VENV_BIN + os.pathsep + os.environ.get("PATH", ""), "AUTOGRADER_COURSE_DIR": str(course)}
     log = course.parent / "first-run.log"
     with open(log, "w") as err:
-        proc = subprocess.Popen([sys.executable, "-m", "autograder", "grade", ASSIGNMENT, "--course", str(course),
-                                 "--config", str(ROOT / "grading_config.py"), "--no-progress", "--cluster", address],
-                                cwd=course, env=env, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
+        cmd = [sys.executable, "-m", "autograder", "grade", ASSIGNMENT, "--course", str(course), "--config",
+               str(ROOT / "grading_config.py"), "--no-progress", "--cluster", address, *(f"--student={s}" for s in STUDENTS)]
+        proc = subprocess.Popen(cmd, cwd=course, env=env, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
         state = course / STATE_FILE
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline and not state.exists() and proc.poll() is None:
@@ -150,8 +150,8 @@ def _second_run(course: Path, address: str, client: Any, get_task_stream: Any, p
         stores[item.label] = stores.get(item.label, 0) + 1
         return store(gb, course_, assignment, item, fp, graded, state)
 
-    options = batch.Options(ASSIGNMENT, load_config(ROOT / "grading_config.py"), str(course), progress=False,
-                            cluster=address)
+    options = batch.Options(ASSIGNMENT, load_config(ROOT / "grading_config.py"), str(course), list(STUDENTS),
+                            progress=False, cluster=address)
     out: dict[str, Any] = {}
     err = io.StringIO()
 
