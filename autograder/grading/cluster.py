@@ -289,6 +289,9 @@ def grade_on_cluster(todo: list[tuple[Item, str]], spec: Any, course: Course, op
                 workers.poll()
                 submit_more()
         workers.poll(every=0.0)
+    except OSError as exc:  # the scheduler went away (CommClosedError is an OSError): what is stored stays stored
+        raise GradingError(f"lost the Dask scheduler {options.cluster} ({type(exc).__name__}: {str(exc)[:200]}); "
+                           "run the same command again to grade the rest") from None
     finally:
         bar.close()
         if flying:
