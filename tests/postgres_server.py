@@ -27,15 +27,23 @@ def _as_server_user(argv: list[str]) -> list[str]:
     return ["runuser", "-u", "postgres", "--", *argv] if os.geteuid() == 0 else argv
 
 
-@contextlib.contextmanager
-def server(database: str = "gradebook") -> Iterator[str]:
-    """Start a server with one empty database; yield its SQLAlchemy URL (psycopg 3); stop and delete it after."""
+def unavailable_reason() -> str | None:
+    """Why no server can be started here, or None."""
     if not PG_BINS:
-        _missing("Debian's postgresql is not installed (apt-get install postgresql; ./workbook test installs it when CI=true)")
+        return "Debian's postgresql is not installed (apt-get install postgresql; ./workbook test installs it when CI=true)"
     try:
         import psycopg  # noqa: F401
     except ImportError:
-        _missing("psycopg is not installed (it is in the dev and cluster extras: pip install -e '.[dev]')")
+        return "psycopg is not installed (it is in the dev and cluster extras: pip install -e '.[dev]')"
+    return None
+
+
+@contextlib.contextmanager
+def server(database: str = "gradebook") -> Iterator[str]:
+    """Start a server with one empty database; yield its SQLAlchemy URL (psycopg 3); stop and delete it after."""
+    reason = unavailable_reason()
+    if reason:
+        _missing(reason)
     bin_ = PG_BINS[-1]
     # not below pytest's tmp folder: that is private to root (0700), and the server runs as `postgres`
     base = Path(tempfile.mkdtemp(prefix="autograder-pg-"))

@@ -2,13 +2,17 @@
 
 One scenario feeds the slow tests here. A LocalCluster of two workers, plus a third worker that cannot start its
 sandbox (no bubblewrap on its PATH), grades two students of a copy of the workbook course that plain nbgrader and
-the local grader have already graded (conftest's `graded`), with the local run's rows, notebooks and state removed:
+the local grader have already graded (conftest's `graded`), with the local run's rows, notebooks and state removed.
+Its gradebook is on a PostgreSQL server from Debian's package (tests/postgres_server.py), generated there by
+nbgrader; without one (outside CI) it stays nbgrader's SQLite file and the PostgreSQL tests skip, saying why.
 1. the command line's driver is SIGKILLed once it has stored a first notebook;
 2. the driver runs again (in this process) and, while it runs, one Dask worker is SIGKILLed with a notebook in hand.
 """
 
 from __future__ import annotations
 
+import contextlib
+import csv
 import io
 import json
 import os
@@ -18,12 +22,14 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from contextlib import redirect_stderr
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import nbformat
+import postgres_server
 import pytest
 from workbook_course import NAMES, ROOT, VENV_BIN, Graded
 
@@ -68,6 +74,8 @@ class Scenario:
     killed_worker: str  # its address
     ran_on: dict[str, set[str]] = field(default_factory=dict)  # notebook label -> workers that ran its task
     stderr: str = ""  # the second run's reports
+    db_url: str = ""  # the cluster-graded course's gradebook
+    postgres: bool = False  # whether that is a PostgreSQL server
 
 
 def _unavailable(reason: str) -> None:
@@ -94,13 +102,13 @@ def _label(key: Any) -> str:
     return str(key).removeprefix(f"grade-{ASSIGNMENT}/").rsplit("-", 1)[0]
 
 
-def _kill_driver_after_first_store(course: Path, address: str) -> set[str]:
+def _kill_driver_after_first_store(course: Path, config: Path, address: str) -> set[str]:
     """Run the command line's driver on the cluster; SIGKILL it once a notebook is stored; the labels it stored."""
     env = {**os.environ, "PATH": VENV_BIN + os.pathsep + os.environ.get("PATH", ""), "AUTOGRADER_COURSE_DIR": str(course)}
     log = course.parent / "first-run.log"
     with open(log, "w") as err:
         cmd = [sys.executable, "-m", "autograder", "grade", ASSIGNMENT, "--course", str(course), "--config",
-               str(ROOT / "grading_config.py"), "--no-progress", "--cluster", address, *(f"--student={s}" for s in STUDENTS)]
+               str(config), "--no-progress", "--cluster", address, *(f"--student={s}" for s in STUDENTS)]
         proc = subprocess.Popen(cmd, cwd=course, env=env, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
         state = course / STATE_FILE
         deadline = time.monotonic() + 300
@@ -113,8 +121,30 @@ def _kill_driver_after_first_store(course: Path, address: str) -> set[str]:
     return stored
 
 
+def _course_config(course: Path, db_url: str, generated: bool) -> Path:
+    """The course's config: the project's, with this course's root and gradebook URL (and its own release folder
+    when the assignment is generated again: never over the committed notebooks/)."""
+    path = course / "nbgrader_config.py"
+    release = f"c.CourseDirectory.release_directory = {str(course.parent / 'release')!r}\n" if generated else ""
+    path.write_text("c = get_config()  # noqa: F821\n"
+                    f"load_subconfig({str(ROOT / 'nbgrader_config.py')!r})  # noqa: F821\n"
+                    f"c.CourseDirectory.root = {str(course)!r}\n{release}"
+                    f"c.CourseDirectory.db_url = {db_url!r}\n")
+    return path
+
+
+def _generate(config_path: Path) -> None:
+    """`nbgrader generate_assignment workbook` into the course's gradebook, in this process (as the formgrader runs it)."""
+    from nbgrader.apps.api import NbGraderAPI
+    from nbgrader.coursedir import CourseDirectory
+
+    config = load_config(config_path)
+    result = NbGraderAPI(coursedir=CourseDirectory(config=config), config=config).generate_assignment(ASSIGNMENT)
+    assert result["success"], result.get("error")
+
+
 @pytest.fixture(scope="module")
-def scenario(graded: Graded, tmp_path_factory: pytest.TempPathFactory) -> Scenario:
+def scenario(graded: Graded, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scenario]:
     reason = sandbox.unavailable_reason()
     if reason:
         _unavailable(reason)
@@ -123,24 +153,36 @@ def scenario(graded: Graded, tmp_path_factory: pytest.TempPathFactory) -> Scenar
     except ImportError:
         _unavailable("dask's distributed is not installed (it is in the dev and cluster extras: pip install -e '.[dev]')")
     course = _fresh_copy(graded, tmp_path_factory.mktemp("cluster") / "course")
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as lc, Client(lc) as client:
-        # a worker on a machine without bubblewrap: it joins the cluster but must take no work
-        bad = subprocess.Popen([os.path.join(VENV_BIN, "dask"), "worker", lc.scheduler_address, "--nthreads", "1",
-                                "--no-nanny", "--no-dashboard", "--name", "no-sandbox"],
-                               env={"PATH": VENV_BIN, "HOME": os.environ.get("HOME", "/root")},
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            client.wait_for_workers(3, timeout=120)
-            bad_address = next(a for a, w in client.scheduler_info()["workers"].items() if w.get("name") == "no-sandbox")
-            pids = client.run(os.getpid)
-            first = _kill_driver_after_first_store(course, lc.scheduler_address)
-            return _second_run(course, lc.scheduler_address, client, get_task_stream, pids, bad_address, first)
-        finally:
-            bad.kill()
-            bad.wait()
+    no_server = postgres_server.unavailable_reason()
+    if no_server and os.environ.get("CI") == "true":
+        pytest.fail(f"CI=true but {no_server}", pytrace=False)
+    # the gradebook on a PostgreSQL server when there is one (else the copied SQLite file; its own tests skip)
+    server = contextlib.nullcontext(f"sqlite:///{course / 'gradebook.db'}") if no_server else postgres_server.server()
+    with server as db_url:
+        config = _course_config(course, db_url, generated=not no_server)
+        if not no_server:
+            (course / "gradebook.db").unlink()  # nothing may read or write it now
+            _generate(config)
+        with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as lc, Client(lc) as client:
+            # a worker on a machine without bubblewrap: it joins the cluster but must take no work
+            bad = subprocess.Popen([os.path.join(VENV_BIN, "dask"), "worker", lc.scheduler_address, "--nthreads", "1",
+                                    "--no-nanny", "--no-dashboard", "--name", "no-sandbox"],
+                                   env={"PATH": VENV_BIN, "HOME": os.environ.get("HOME", "/root")},
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            try:
+                client.wait_for_workers(3, timeout=120)
+                bad_address = next(a for a, w in client.scheduler_info()["workers"].items() if w.get("name") == "no-sandbox")
+                pids = client.run(os.getpid)
+                first = _kill_driver_after_first_store(course, config, lc.scheduler_address)
+                done = _second_run(course, config, lc.scheduler_address, client, get_task_stream, pids, bad_address, first)
+            finally:
+                bad.kill()
+                bad.wait()
+        done.db_url, done.postgres = db_url, not no_server
+        yield done  # the server lives until the module's tests are done
 
 
-def _second_run(course: Path, address: str, client: Any, get_task_stream: Any, pids: dict[str, int], bad: str,
+def _second_run(course: Path, config: Path, address: str, client: Any, get_task_stream: Any, pids: dict[str, int], bad: str,
                 first: set[str]) -> Scenario:
     """The driver again, in a thread of this process; this thread kills a worker that has a notebook in hand."""
     stores: dict[str, int] = {}
@@ -150,7 +192,7 @@ def _second_run(course: Path, address: str, client: Any, get_task_stream: Any, p
         stores[item.label] = stores.get(item.label, 0) + 1
         return store(gb, course_, assignment, item, fp, graded, state)
 
-    options = batch.Options(ASSIGNMENT, load_config(ROOT / "grading_config.py"), str(course), list(STUDENTS),
+    options = batch.Options(ASSIGNMENT, load_config(config), str(course), list(STUDENTS),
                             progress=False, cluster=address)
     out: dict[str, Any] = {}
     err = io.StringIO()
@@ -192,8 +234,7 @@ def _second_run(course: Path, address: str, client: Any, get_task_stream: Any, p
 
 @slow
 def test_every_workbook_grade_cell_on_the_cluster_scores_as_local_grading_and_plain_nbgrader(graded, scenario):
-    db = f"sqlite:///{scenario.course / 'gradebook.db'}"
-    cluster = cell_scores(db)
+    cluster = cell_scores(scenario.db_url)
     assert len(cluster) > 3 * len(NAMES)
     assert cluster == cell_scores(f"sqlite:///{graded.ours / 'gradebook.db'}")
     assert cluster == cell_scores(f"sqlite:///{graded.course / 'gradebook.db'}")
@@ -205,7 +246,7 @@ def test_a_killed_driver_resumes_where_it_stopped_with_no_duplicate_rows(scenari
     assert len(scenario.rows) == len(STUDENTS) * len(NAMES)
     assert statuses.count(batch.SKIPPED) == scenario.first_run_stored
     assert statuses.count(batch.GRADED) == len(scenario.rows) - scenario.first_run_stored
-    rows, distinct = grade_rows(f"sqlite:///{scenario.course / 'gradebook.db'}")
+    rows, distinct = grade_rows(scenario.db_url)
     assert rows == distinct
 
 
@@ -225,6 +266,62 @@ def test_a_worker_that_cannot_start_its_sandbox_takes_no_work_and_is_reported(sc
     assert all(scenario.bad_worker not in workers for workers in scenario.ran_on.values())
     line = next(ln for ln in scenario.stderr.splitlines() if scenario.bad_worker in ln)
     assert "cannot start its grading sandbox" in line and "bubblewrap is not installed" in line
+
+
+def _needs_postgres(scenario: Scenario) -> None:
+    if not scenario.postgres:
+        pytest.skip(postgres_server.unavailable_reason() or "no PostgreSQL server")
+
+
+def _export(config: list[str], cwd: Path, env: dict[str, str], to: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen([os.path.join(VENV_BIN, "nbgrader"), "export", *config, "--to", str(to)], cwd=cwd, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+@slow
+def test_the_cluster_graded_gradebook_lives_on_the_postgres_server_only(scenario):
+    _needs_postgres(scenario)
+    assert scenario.db_url.startswith("postgresql+psycopg://")
+    assert not (scenario.course / "gradebook.db").exists()
+
+
+@slow
+def test_nbgrader_export_gives_the_same_csv_from_postgres_as_from_sqlite(graded, scenario, tmp_path):
+    _needs_postgres(scenario)
+    env = {**os.environ, "PATH": VENV_BIN + os.pathsep + os.environ.get("PATH", "")}
+    env.pop("NBGRADER_EXECUTION", None)
+    pg = _export([], scenario.course, env, tmp_path / "postgres.csv")  # the course folder's nbgrader_config.py
+    lite = _export([f"--NbGrader.config_file={ROOT / 'grading_config.py'}"], tmp_path,
+                   {**env, "AUTOGRADER_COURSE_DIR": str(graded.ours)}, tmp_path / "sqlite.csv")
+    for proc in (pg, lite):  # the real command, both at once
+        _, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err
+    rows = {kind: sorted((r for r in csv.DictReader(open(tmp_path / f"{kind}.csv")) if r["student_id"] in STUDENTS),
+                         key=lambda r: r["student_id"]) for kind in ("postgres", "sqlite")}
+    assert [r["student_id"] for r in rows["postgres"]] == sorted(STUDENTS)
+    assert rows["postgres"] == rows["sqlite"]
+
+
+@slow
+def test_formgrader_reads_the_same_rows_from_postgres_as_from_sqlite(graded, scenario):
+    _needs_postgres(scenario)
+    from nbgrader.apps.api import NbGraderAPI
+    from nbgrader.coursedir import CourseDirectory
+    from traitlets.config import Config
+
+    def shown(config: Config) -> list[Any]:
+        api = NbGraderAPI(coursedir=CourseDirectory(config=config), config=config)
+        drop = {"id", "index"}  # a random id per database, and the formgrader's navigation order, which follows it
+        found = []
+        for rows in [api.get_submissions(ASSIGNMENT)] + [api.get_notebook_submissions(ASSIGNMENT, n) for n in NAMES]:
+            found.append(sorted(({k: v for k, v in r.items() if k not in drop} for r in rows if r["student"] in STUDENTS),
+                                key=lambda r: r["student"]))
+        return found
+
+    lite = Config({"CourseDirectory": {"root": str(graded.ours), "course_id": "autograd-workbook"}})
+    pg = shown(load_config(scenario.course / "nbgrader_config.py"))
+    assert [r["student"] for r in pg[0]] == sorted(STUDENTS) and pg[0][1]["score"] > 0
+    assert pg == shown(lite)
 
 
 def test_cluster_with_unsafe_no_sandbox_is_refused_in_one_line(capsys):
