@@ -41,6 +41,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also write the summary as CSV (default FILE: <course>/<assignment>-summary.csv)")
     g.add_argument("--config", help="the course's nbgrader_config.py (default: $AUTOGRADER_CONFIG, else ./nbgrader_config.py)")
     g.add_argument("--no-progress", action="store_true", help="no progress bar")
+    g.add_argument("--cluster", metavar="ADDRESS",
+                   help="grade on a Dask cluster: its scheduler's address (tcp://host:8786), its scheduler file, or "
+                        "module:Class configured by Dask's config (dask_jobqueue:SLURMCluster; --jobs then sets the workers)")
     g.add_argument("--unsafe-no-sandbox", action="store_true",
                    help="grade without the OS sandbox (learner code runs as you and can read and change your files); "
                         "every row is marked UNSANDBOXED")
@@ -90,6 +93,10 @@ def grade_command(args: argparse.Namespace) -> int:
 
     if args.jobs < 0:
         raise UsageError("--jobs must be 0 (one per CPU) or more")
+    if args.cluster is not None and args.unsafe_no_sandbox:
+        raise UsageError("--cluster grades only in the sandbox: --unsafe-no-sandbox is for one machine")
+    if args.cluster is not None and not args.cluster.strip():
+        raise UsageError("--cluster needs the Dask scheduler's address")
     try:
         config = load_config(grading_config_path(args.config))
     except FileNotFoundError:
@@ -97,7 +104,7 @@ def grade_command(args: argparse.Namespace) -> int:
     except Exception as exc:
         raise UsageError(f"cannot read the config file: {type(exc).__name__}: {exc}") from None
     options = batch.Options(args.assignment, config, args.course, args.students, args.jobs, args.force, args.csv_path,
-                            progress=not args.no_progress, unsafe_no_sandbox=args.unsafe_no_sandbox)
+                            progress=not args.no_progress, unsafe_no_sandbox=args.unsafe_no_sandbox, cluster=args.cluster)
     rows = batch.run(options)
     print(batch.summary(rows))
     return 0

@@ -1,95 +1,27 @@
 """The workbook under real nbgrader: generated learner notebooks, full marks for solutions, zero for stubs.
 
-One module-scoped nbgrader run (generate_assignment + autograde of two students in a temp course) feeds
-most tests: `solution` submits the instructor sources, `blank` the untouched learner notebooks.
+One nbgrader run per session (conftest's `graded`: generate_assignment + autograde of three students in a
+temp course, tests/workbook_course.py) feeds most tests: `solution` submits the instructor sources, `blank` the
+untouched learner notebooks.
 """
 
 from __future__ import annotations
 
 import ast
 import itertools
-import os
 import re
-import shutil
-import subprocess
-import sys
-import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
 import pytest
-from grading_corpus import WORKBOOK_MISTAKES, submit_workbook_with_mistakes
+from grading_corpus import WORKBOOK_MISTAKES
 from nbclient import NotebookClient
 from nbgrader_mode import nbgrader_execution
+from workbook_course import NAMES, RELEASE, SOURCE, Graded, nbgrader
 
 from autograder import checks as catalog
 
 ROOT = Path(__file__).resolve().parent.parent
-SOURCE = ROOT / "solutions" / "workbook"
-RELEASE = ROOT / "notebooks" / "workbook"
-NAMES = sorted(p.stem for p in SOURCE.glob("*.ipynb"))
-VENV_BIN = str(Path(sys.executable).parent)
-
-
-@dataclass
-class Graded:
-    """What one nbgrader run left behind, and a copy of the same course graded by our batch grader."""
-
-    course: Path
-    release: Path
-    seconds: dict[str, float]  # per notebook of the solution student, as autograde logged them
-    ours: Path
-
-
-def nbgrader(args: list[str], course: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """Run real nbgrader with this venv's bin on PATH (it shells out to alembic) in a temp course."""
-    env = {**os.environ, "PATH": VENV_BIN + os.pathsep + os.environ.get("PATH", ""), "AUTOGRADER_COURSE_DIR": str(course)}
-    env.pop("NBGRADER_EXECUTION", None)
-    cmd = ["nbgrader", *args, f"--NbGrader.config_file={ROOT / 'grading_config.py'}"]
-    return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
-
-
-def autograde_timed(course: Path) -> dict[str, float]:
-    """Autograde every submission in one run; time each solution notebook from the log lines announcing them."""
-    env = {**os.environ, "PATH": VENV_BIN + os.pathsep + os.environ.get("PATH", ""), "AUTOGRADER_COURSE_DIR": str(course)}
-    env.pop("NBGRADER_EXECUTION", None)
-    cmd = ["nbgrader", "autograde", "workbook", "--force", f"--NbGrader.config_file={ROOT / 'grading_config.py'}"]
-    proc = subprocess.Popen(cmd, cwd=course, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    marks: list[tuple[str, float]] = []
-    lines = []
-    assert proc.stdout is not None
-    for line in proc.stdout:
-        lines.append(line)
-        if "Converting notebook" in line or "Setting destination file permissions" in line:
-            path = Path(line.split()[-1])
-            marks.append((f"{path.parent.parent.name}/{path.stem}", time.monotonic()))
-    assert proc.wait(timeout=900) == 0, "".join(lines)
-    spans = {name: end - start for (name, start), (_, end) in itertools.pairwise(marks)}
-    return {name: spans[f"solution/{name}"] for name in NAMES if f"solution/{name}" in spans}
-
-
-@pytest.fixture(scope="module")
-def graded(tmp_path_factory: pytest.TempPathFactory) -> Graded:
-    base = tmp_path_factory.mktemp("workbook-course")
-    course, release = base / "course", base / "release"
-    course.mkdir()
-    gen = nbgrader(["generate_assignment", "workbook", "--force", f"--CourseDirectory.release_directory={release}"],
-                   course, base)
-    assert gen.returncode == 0, gen.stderr
-    for student, folder in (("solution", SOURCE), ("blank", RELEASE)):
-        shutil.copytree(folder, course / "submitted" / student / "workbook")
-    submit_workbook_with_mistakes(course / "submitted" / "mistaken" / "workbook")
-    ours = base / "ours"
-    shutil.copytree(course, ours)  # before plain autograde touches the gradebook
-    seconds = autograde_timed(course)
-    env = {**os.environ, "PATH": VENV_BIN + os.pathsep + os.environ.get("PATH", ""), "AUTOGRADER_COURSE_DIR": str(ours)}
-    env.pop("NBGRADER_EXECUTION", None)
-    done = subprocess.run([sys.executable, "-m", "autograder", "grade", "workbook", "--course", str(ours),
-                           "--config", str(ROOT / "grading_config.py"), "--no-progress"],
-                          cwd=base, env=env, capture_output=True, text=True, timeout=900)
-    assert done.returncode == 0, done.stdout + done.stderr
-    return Graded(course, release / "workbook", seconds, ours)
 
 
 def scores(graded: Graded, student: str, course: Path | None = None) -> dict[str, dict[str, tuple[float, float]]]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import hashlib
 import json
@@ -133,10 +134,17 @@ def grade_item(item: Item, spec: NotebookSpec, course: Course, assignment: str, 
                other_ids: dict[str, str] | None = None, secret: bytes | None = None) -> Graded:
     """Read, sanitize, execute and judge one notebook; an unreadable one is graded 0 with its reason."""
     try:
-        sanitized = sanitize(read_submission(item.path, limits.notebook_mb * 2**20), spec, other_ids)
+        return grade_notebook(read_submission(item.path, limits.notebook_mb * 2**20), spec, limits, tolerance,
+                              item.path.parent, other_ids, secret)
     except Unreadable as exc:
         return not_graded(course.release(assignment) / f"{item.notebook}.ipynb", spec, str(exc))
-    graded = runner.execute(sanitized, spec, limits, tolerance, item.path.parent, secret)
+
+
+def grade_notebook(nb: nbformat.NotebookNode, spec: NotebookSpec, limits: Limits, tolerance: Tolerance,
+                   files_from: Path | dict[str, str] | None, other_ids: dict[str, str] | None = None,
+                   secret: bytes | None = None) -> Graded:
+    """Sanitize, execute in a sandboxed worker and judge one read notebook (Unreadable when it cannot be graded)."""
+    graded = runner.execute(sanitize(nb, spec, other_ids), spec, limits, tolerance, files_from, secret)
     if graded.reason and not any(c.get("execution_count") for c in graded.nb.cells if c.cell_type == "code"):
         graded.reason, graded.ran = f"could not run: {graded.reason}", False
     return graded
@@ -155,6 +163,7 @@ class Options:
     csv_path: str | None = None
     progress: bool = True
     unsafe_no_sandbox: bool = False  # run workers without the OS sandbox (every row says so)
+    cluster: str | None = None  # a Dask scheduler (address, scheduler file or module:Cluster) grades instead of local workers
 
 
 def settings_text(limits: Limits, tolerance: Tolerance, unsafe_no_sandbox: bool = False) -> str:
@@ -172,7 +181,9 @@ def run(options: Options) -> list[Row]:
     limits, tolerance = Limits(config=options.config), Tolerance(config=options.config)
     jobs = options.jobs or BatchGrading(config=options.config).jobs or os.cpu_count() or 1
     course = Course.open(options.config, options.course)
-    with course_lock(course.root), sandbox.MODE.using(options.unsafe_no_sandbox):
+    # on a cluster, the workers start their own sandboxes: the driver (a login node, say) needs none
+    local_sandbox = contextlib.nullcontext() if options.cluster else sandbox.MODE.using(options.unsafe_no_sandbox)
+    with course_lock(course.root), local_sandbox:
         spec = load_assignment(course.coursedir.db_url, options.assignment)
         settings = settings_text(limits, tolerance, options.unsafe_no_sandbox)
         secret = course_secret(course.root)
@@ -195,7 +206,12 @@ def run(options: Options) -> list[Row]:
                                     [str(m) for m in old.get("misconceptions", [])][:100]))
                 else:
                     todo.append((item, fp))
-        rows += _grade_all(todo, spec, course, options, limits, tolerance, jobs, state, secret)
+        if options.cluster:
+            from .cluster import grade_on_cluster  # Dask is an optional dependency (the `cluster` extra)
+
+            rows += grade_on_cluster(todo, spec, course, options, limits, tolerance, state, secret)
+        else:
+            rows += _grade_all(todo, spec, course, options, limits, tolerance, jobs, state, secret)
         for row in rows:  # a record the grader did not write (its HMAC fails) was ignored: say so
             if State.key(options.assignment, row.student, row.notebook) in state.rejected:
                 row.reason = "; ".join(x for x in (row.reason, EDITED_STATE) if x)

@@ -224,11 +224,13 @@ def plan_cells(nb: NotebookNode, spec: NotebookSpec) -> list[tuple[int, SourceCe
     return plan
 
 
-def execute(sanitized: Sanitized, spec: NotebookSpec, limits: Limits, tolerance: Tolerance, files_from: Path | None,
-            secret: bytes | None = None) -> Graded:
+def execute(sanitized: Sanitized, spec: NotebookSpec, limits: Limits, tolerance: Tolerance,
+            files_from: Path | dict[str, str] | None, secret: bytes | None = None) -> Graded:
     """Run the sanitized notebook in a fresh worker, judge its grade cells here, fill in the outputs, score it.
 
-    `secret` (the course's) draws the hidden checks' inputs; None keeps the package's, as plain nbgrader has them.
+    `files_from` is the submission's folder, or its other files already read (as `sandbox.submission_files` gives
+    them: how a cluster worker gets them). `secret` (the course's) draws the hidden checks' inputs; None keeps the
+    package's, as plain nbgrader has them.
     """
     nb = sanitized.nb
     flags, notes = list(sanitized.flags), list(sanitized.notes)
@@ -239,7 +241,8 @@ def execute(sanitized: Sanitized, spec: NotebookSpec, limits: Limits, tolerance:
     if sandbox.MODE.unsafe:
         notes.append(sandbox.UNSANDBOXED)
     try:
-        session = Session(payload, limits, sandbox.submission_files(files_from))
+        files = files_from if isinstance(files_from, dict) else sandbox.submission_files(files_from)
+        session = Session(payload, limits, files)
         try:
             _converse(session, nb, plan, limits, tolerance, secret, flags, notes, misconceptions)
         except Stopped as exc:

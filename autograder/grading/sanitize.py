@@ -35,6 +35,11 @@ class Sanitized:
 
 def read_submission(path: Path, max_bytes: int = MAX_NOTEBOOK_BYTES) -> NotebookNode:
     """The notebook at `path`, or Unreadable with a short reason."""
+    return parse_submission(submitted_bytes(path, max_bytes))
+
+
+def submitted_bytes(path: Path, max_bytes: int = MAX_NOTEBOOK_BYTES) -> bytes:
+    """The submitted file's bytes, within the size limit, or Unreadable with a short reason."""
     try:
         size = path.stat().st_size
     except FileNotFoundError:
@@ -46,11 +51,17 @@ def read_submission(path: Path, max_bytes: int = MAX_NOTEBOOK_BYTES) -> Notebook
     if size > max_bytes:
         raise Unreadable(f"the notebook file is {size / 2**20:.0f} MB (more than the limit of {max_bytes / 2**20:g} MB)")
     try:
-        text = path.read_bytes().decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise Unreadable(f"the notebook is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+        return path.read_bytes()
     except OSError as exc:
         raise Unreadable(f"cannot read the notebook ({exc.strerror})") from None
+
+
+def parse_submission(raw: bytes) -> NotebookNode:
+    """The notebook in a submitted file's bytes (read by `read_submission`, or sent to a cluster worker), or Unreadable."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise Unreadable(f"the notebook is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     try:
         data = json.loads(text)
     except (ValueError, RecursionError) as exc:

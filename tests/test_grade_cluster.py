@@ -1,0 +1,373 @@
+"""`python -m autograder grade --cluster`: the real workbook graded on a Dask LocalCluster (worker processes).
+
+One scenario feeds the slow tests here. A LocalCluster of two workers, plus a third worker that cannot start its
+sandbox (no bubblewrap on its PATH), grades two students of a copy of the workbook course that plain nbgrader and
+the local grader have already graded (conftest's `graded`), with the local run's rows, notebooks and state removed.
+Its gradebook is on a PostgreSQL server from Debian's package (tests/postgres_server.py), generated there by
+nbgrader; without one (outside CI) it stays nbgrader's SQLite file and the PostgreSQL tests skip, saying why.
+1. the command line's driver is SIGKILLed once it has stored a first notebook;
+2. the driver runs again (in this process) and, while it runs, one Dask worker is SIGKILLed with a notebook in hand.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import redirect_stderr
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import postgres_server
+import pytest
+from workbook_course import NAMES, ROOT, VENV_BIN, Graded
+
+from autograder.grading import batch, sandbox
+from autograder.grading.store import STATE_FILE
+from autograder.settings import load_config
+
+slow = pytest.mark.slow  # the scenario: a cluster of three worker processes grading the workbook, a minute or more
+
+STUDENTS = ("blank", "mistaken")  # of the course's three: stubs, and solutions with mistakes (passes and failures)
+ASSIGNMENT = "workbook"
+
+
+def cell_scores(db_url: str) -> dict[tuple[str, str, str], float | None]:
+    """(student, notebook, grade_id) -> score, every grade cell of the gradebook."""
+    from nbgrader.api import Gradebook
+
+    with Gradebook(db_url) as gb:
+        return {(s, name, g.name): g.score for s in STUDENTS for name in NAMES
+                for g in gb.find_submission_notebook(name, ASSIGNMENT, s).grades}
+
+
+def grade_rows(db_url: str) -> tuple[int, int]:
+    """Rows of the grade table, and distinct (notebook, cell) pairs among them: equal when nothing is doubled."""
+    from nbgrader.api import Gradebook
+    from sqlalchemy import text
+
+    with Gradebook(db_url) as gb:
+        return tuple(gb.db.execute(text("select count(*), count(distinct notebook_id || '/' || cell_id) from grade")).one())
+
+
+@dataclass
+class Scenario:
+    """What the two runs did and left."""
+
+    course: Path
+    bad_worker: str  # address of the worker without a sandbox
+    first_run_stored: int  # notebooks the killed driver had stored
+    rows: list[batch.Row]  # the second run's summary rows
+    stores: dict[str, int]  # notebook label -> times the second run's driver stored it
+    killed: list[str]  # labels of the notebooks the killed worker had in hand
+    killed_worker: str  # its address
+    ran_on: dict[str, set[str]] = field(default_factory=dict)  # notebook label -> workers that ran its task
+    stderr: str = ""  # the second run's reports
+    db_url: str = ""  # the cluster-graded course's gradebook
+    postgres: bool = False  # whether that is a PostgreSQL server
+
+
+def _unavailable(reason: str) -> None:
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"CI must run the cluster tests: {reason}")
+    pytest.skip(reason)
+
+
+def _fresh_copy(graded: Graded, dest: Path) -> Path:
+    """The locally graded course without anything the local run wrote: grades must come from the cluster."""
+    from nbgrader.api import Gradebook
+
+    shutil.copytree(graded.ours, dest)
+    shutil.rmtree(dest / "autograded")
+    (dest / STATE_FILE).unlink()
+    with Gradebook(f"sqlite:///{dest / 'gradebook.db'}") as gb:
+        for student in STUDENTS:
+            gb.remove_submission(ASSIGNMENT, student)
+    return dest
+
+
+def _label(key: Any) -> str:
+    """The notebook label in a grading task's key (grade-<assignment>/<student>/<notebook>-<run>)."""
+    return str(key).removeprefix(f"grade-{ASSIGNMENT}/").rsplit("-", 1)[0]
+
+
+def _kill_driver_after_first_store(course: Path, config: Path, address: str) -> set[str]:
+    """Run the command line's driver on the cluster; SIGKILL it once a notebook is stored; the labels it stored."""
+    env = {**os.environ, "PATH": VENV_BIN + os.pathsep + os.environ.get("PATH", ""), "AUTOGRADER_COURSE_DIR": str(course)}
+    log = course.parent / "first-run.log"
+    with open(log, "w") as err:
+        cmd = [sys.executable, "-m", "autograder", "grade", ASSIGNMENT, "--course", str(course), "--config",
+               str(config), "--no-progress", "--cluster", address, *(f"--student={s}" for s in STUDENTS)]
+        proc = subprocess.Popen(cmd, cwd=course, env=env, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
+        state = course / STATE_FILE
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and not state.exists() and proc.poll() is None:
+            time.sleep(0.05)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    stored = {k.removeprefix(f"{ASSIGNMENT}/") for k in json.loads(state.read_text())} if state.exists() else set()
+    assert 0 < len(stored) < len(STUDENTS) * len(NAMES), f"the driver was not killed mid-run:\n{log.read_text()[-3000:]}"
+    return stored
+
+
+def _course_config(course: Path, db_url: str, generated: bool) -> Path:
+    """The course's config: the project's, with this course's root and gradebook URL (and its own release folder
+    when the assignment is generated again: never over the committed notebooks/)."""
+    path = course / "nbgrader_config.py"
+    release = f"c.CourseDirectory.release_directory = {str(course.parent / 'release')!r}\n" if generated else ""
+    path.write_text("c = get_config()  # noqa: F821\n"
+                    f"load_subconfig({str(ROOT / 'nbgrader_config.py')!r})  # noqa: F821\n"
+                    f"c.CourseDirectory.root = {str(course)!r}\n{release}"
+                    f"c.CourseDirectory.db_url = {db_url!r}\n")
+    return path
+
+
+def _generate(config_path: Path) -> None:
+    """`nbgrader generate_assignment workbook` into the course's gradebook, in this process (as the formgrader runs it)."""
+    from nbgrader.apps.api import NbGraderAPI
+    from nbgrader.coursedir import CourseDirectory
+
+    config = load_config(config_path)
+    result = NbGraderAPI(coursedir=CourseDirectory(config=config), config=config).generate_assignment(ASSIGNMENT)
+    assert result["success"], result.get("error")
+
+
+@pytest.fixture(scope="module")
+def scenario(graded: Graded, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scenario]:
+    reason = sandbox.unavailable_reason()
+    if reason:
+        _unavailable(reason)
+    try:
+        from distributed import Client, LocalCluster, get_task_stream
+    except ImportError:
+        _unavailable("dask's distributed is not installed (it is in the dev and cluster extras: pip install -e '.[dev]')")
+    course = _fresh_copy(graded, tmp_path_factory.mktemp("cluster") / "course")
+    no_server = postgres_server.unavailable_reason()
+    if no_server and os.environ.get("CI") == "true":
+        pytest.fail(f"CI=true but {no_server}", pytrace=False)
+    # the gradebook on a PostgreSQL server when there is one (else the copied SQLite file; its own tests skip)
+    server = contextlib.nullcontext(f"sqlite:///{course / 'gradebook.db'}") if no_server else postgres_server.server()
+    with server as db_url:
+        config = _course_config(course, db_url, generated=not no_server)
+        if not no_server:
+            (course / "gradebook.db").unlink()  # nothing may read or write it now
+            _generate(config)
+        with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as lc, Client(lc) as client:
+            # a worker on a machine without bubblewrap: it joins the cluster but must take no work
+            bad = subprocess.Popen([os.path.join(VENV_BIN, "dask"), "worker", lc.scheduler_address, "--nthreads", "1",
+                                    "--no-nanny", "--no-dashboard", "--name", "no-sandbox"],
+                                   env={"PATH": VENV_BIN, "HOME": os.environ.get("HOME", "/root")},
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            try:
+                client.wait_for_workers(3, timeout=120)
+                bad_address = next(a for a, w in client.scheduler_info()["workers"].items() if w.get("name") == "no-sandbox")
+                pids = client.run(os.getpid)
+                first = _kill_driver_after_first_store(course, config, lc.scheduler_address)
+                done = _second_run(course, config, lc.scheduler_address, client, get_task_stream, pids, bad_address, first)
+            finally:
+                bad.kill()
+                bad.wait()
+        done.db_url, done.postgres = db_url, not no_server
+        yield done  # the server lives until the module's tests are done
+
+
+def _second_run(course: Path, config: Path, address: str, client: Any, get_task_stream: Any, pids: dict[str, int], bad: str,
+                first: set[str]) -> Scenario:
+    """The driver again, in a thread of this process; this thread kills a worker that has a notebook in hand."""
+    stores: dict[str, int] = {}
+    store = batch._store_or_zero
+
+    def counting(gb, course_, assignment, item, fp, graded, state):  # type: ignore[no-untyped-def]
+        stores[item.label] = stores.get(item.label, 0) + 1
+        return store(gb, course_, assignment, item, fp, graded, state)
+
+    options = batch.Options(ASSIGNMENT, load_config(config), str(course), list(STUDENTS),
+                            progress=False, cluster=address)
+    out: dict[str, Any] = {}
+    err = io.StringIO()
+
+    def drive() -> None:
+        try:
+            with redirect_stderr(err):
+                out["rows"] = batch.run(options)
+        except BaseException as exc:
+            out["error"] = exc
+
+    batch._store_or_zero = counting
+    killed: list[str] = []
+    killed_worker = ""
+    try:
+        with get_task_stream(client) as stream:
+            driver = threading.Thread(target=drive)
+            driver.start()
+            deadline = time.monotonic() + 300
+            while not killed and driver.is_alive() and time.monotonic() < deadline:
+                for address, keys in client.processing().items():
+                    # this run's notebooks (a task of the killed driver may still be finishing on a worker)
+                    grading = [k for k in keys if str(k).startswith("grade-") and _label(k) not in first]
+                    if grading and address in pids and address != bad:
+                        os.kill(pids[address], signal.SIGKILL)
+                        killed, killed_worker = [_label(k) for k in grading], address
+                        break
+                time.sleep(0.05)
+            driver.join(600)
+    finally:
+        batch._store_or_zero = store
+    assert "error" not in out, out.get("error")
+    ran_on: dict[str, set[str]] = {}
+    for task in stream.data:
+        if str(task["key"]).startswith("grade-"):
+            ran_on.setdefault(_label(task["key"]), set()).add(task["worker"])
+    return Scenario(course, bad, len(first), out["rows"], stores, killed, killed_worker, ran_on, err.getvalue())
+
+
+@slow
+def test_every_workbook_grade_cell_on_the_cluster_scores_as_local_grading_and_plain_nbgrader(graded, scenario):
+    cluster = cell_scores(scenario.db_url)
+    assert len(cluster) > 3 * len(NAMES)
+    assert cluster == cell_scores(f"sqlite:///{graded.ours / 'gradebook.db'}")
+    assert cluster == cell_scores(f"sqlite:///{graded.course / 'gradebook.db'}")
+
+
+@slow
+def test_a_killed_driver_resumes_where_it_stopped_with_no_duplicate_rows(scenario):
+    statuses = [r.status for r in scenario.rows]
+    assert len(scenario.rows) == len(STUDENTS) * len(NAMES)
+    assert statuses.count(batch.SKIPPED) == scenario.first_run_stored
+    assert statuses.count(batch.GRADED) == len(scenario.rows) - scenario.first_run_stored
+    rows, distinct = grade_rows(scenario.db_url)
+    assert rows == distinct
+
+
+@slow
+def test_a_killed_worker_loses_nothing_and_each_notebook_is_stored_exactly_once(scenario):
+    assert scenario.killed, "no worker was killed with a notebook in hand"
+    assert set(scenario.stores) == {f"{r.student}/{r.notebook}" for r in scenario.rows if r.status == batch.GRADED}
+    assert set(scenario.stores.values()) == {1}
+    assert set(scenario.killed) <= set(scenario.stores)
+    # graded again elsewhere (one of them may have finished in the instant before the kill: not a failure)
+    assert any(scenario.ran_on.get(label, set()) - {scenario.killed_worker} for label in scenario.killed)
+
+
+@slow
+def test_a_worker_that_cannot_start_its_sandbox_takes_no_work_and_is_reported(scenario):
+    assert scenario.ran_on, "the task stream recorded nothing"
+    assert all(scenario.bad_worker not in workers for workers in scenario.ran_on.values())
+    line = next(ln for ln in scenario.stderr.splitlines() if scenario.bad_worker in ln)
+    assert "cannot start its grading sandbox" in line and "bubblewrap is not installed" in line
+
+
+def _needs_postgres(scenario: Scenario) -> None:
+    if not scenario.postgres:
+        pytest.skip(postgres_server.unavailable_reason() or "no PostgreSQL server")
+
+
+def _export(config: list[str], cwd: Path, env: dict[str, str], to: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen([os.path.join(VENV_BIN, "nbgrader"), "export", *config, "--to", str(to)], cwd=cwd, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+@slow
+def test_the_cluster_graded_gradebook_lives_on_the_postgres_server_only(scenario):
+    _needs_postgres(scenario)
+    assert scenario.db_url.startswith("postgresql+psycopg://")
+    assert not (scenario.course / "gradebook.db").exists()
+
+
+@slow
+def test_nbgrader_export_gives_the_same_csv_from_postgres_as_from_sqlite(graded, scenario, tmp_path):
+    _needs_postgres(scenario)
+    env = {**os.environ, "PATH": VENV_BIN + os.pathsep + os.environ.get("PATH", "")}
+    env.pop("NBGRADER_EXECUTION", None)
+    pg = _export([], scenario.course, env, tmp_path / "postgres.csv")  # the course folder's nbgrader_config.py
+    lite = _export([f"--NbGrader.config_file={ROOT / 'grading_config.py'}"], tmp_path,
+                   {**env, "AUTOGRADER_COURSE_DIR": str(graded.ours)}, tmp_path / "sqlite.csv")
+    for proc in (pg, lite):  # the real command, both at once
+        _, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err
+    rows = {kind: sorted((r for r in csv.DictReader(open(tmp_path / f"{kind}.csv")) if r["student_id"] in STUDENTS),
+                         key=lambda r: r["student_id"]) for kind in ("postgres", "sqlite")}
+    assert [r["student_id"] for r in rows["postgres"]] == sorted(STUDENTS)
+    assert rows["postgres"] == rows["sqlite"]
+
+
+@slow
+def test_formgrader_reads_the_same_rows_from_postgres_as_from_sqlite(graded, scenario):
+    _needs_postgres(scenario)
+    from nbgrader.apps.api import NbGraderAPI
+    from nbgrader.coursedir import CourseDirectory
+    from traitlets.config import Config
+
+    def shown(config: Config) -> list[Any]:
+        api = NbGraderAPI(coursedir=CourseDirectory(config=config), config=config)
+        drop = {"id", "index"}  # a random id per database, and the formgrader's navigation order, which follows it
+        found = []
+        for rows in [api.get_submissions(ASSIGNMENT)] + [api.get_notebook_submissions(ASSIGNMENT, n) for n in NAMES]:
+            found.append(sorted(({k: v for k, v in r.items() if k not in drop} for r in rows if r["student"] in STUDENTS),
+                                key=lambda r: r["student"]))
+        return found
+
+    lite = Config({"CourseDirectory": {"root": str(graded.ours), "course_id": "autograd-workbook"}})
+    pg = shown(load_config(scenario.course / "nbgrader_config.py"))
+    assert [r["student"] for r in pg[0]] == sorted(STUDENTS) and pg[0][1]["score"] > 0
+    assert pg == shown(lite)
+
+
+def test_cluster_with_unsafe_no_sandbox_is_refused_in_one_line(capsys):
+    from autograder.cli import main
+
+    assert main(["grade", ASSIGNMENT, "--cluster", "tcp://127.0.0.1:1", "--unsafe-no-sandbox"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("autograder: error: --cluster grades only in the sandbox") and err.count("\n") == 1
+
+
+def test_an_unreachable_scheduler_is_a_one_line_grading_error():
+    dask = pytest.importorskip("dask")
+    from autograder.grading.cluster import connect
+    from autograder.grading.source import GradingError
+
+    with dask.config.set({"distributed.comm.timeouts.connect": "0.5s"}), pytest.raises(GradingError) as caught:
+        connect("tcp://127.0.0.1:1", 0)
+    assert str(caught.value).startswith("cannot reach the Dask scheduler tcp://127.0.0.1:1: ") and "\n" not in str(caught.value)
+
+
+def test_a_cluster_class_that_cannot_be_loaded_is_a_one_line_grading_error():
+    pytest.importorskip("distributed")
+    from autograder.grading.cluster import connect
+    from autograder.grading.source import GradingError
+
+    with pytest.raises(GradingError, match=r"^--cluster no_such_module:SLURMCluster: cannot load SLURMCluster from no_such_module"):
+        connect("no_such_module:SLURMCluster", 4)
+
+
+def test_a_job_carries_the_notebook_as_bytes_and_unreadable_bytes_come_back_as_the_reason():
+    from autograder.grading.cluster import Job, grade_job
+    from autograder.grading.source import NotebookSpec
+
+    job = Job("ada", "engine", b'{"cells": [', {})
+    reason = grade_job(job, NotebookSpec("engine"), {}, {}, {}, b"\0" * 32)
+    assert isinstance(reason, str) and reason.startswith("the notebook is not valid JSON")
+
+
+def test_a_worker_whose_sandbox_is_gone_for_good_gives_the_notebook_back_instead_of_grading_it_zero(monkeypatch):
+    from autograder.grading import cluster
+    from autograder.grading.source import NotebookSpec
+
+    def gone() -> None:
+        raise sandbox.Unavailable("bubblewrap is not installed")
+
+    monkeypatch.setattr(sandbox.MODE.pool, "current", gone)
+    with pytest.raises(cluster.SandboxLost, match="cannot start again: bubblewrap is not installed"):
+        empty = nbformat.writes(nbformat.v4.new_notebook()).encode()
+        cluster.grade_job(cluster.Job("ada", "engine", empty, {}), NotebookSpec("engine"), {}, {}, {}, b"\0" * 32)
