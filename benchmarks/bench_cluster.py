@@ -102,7 +102,7 @@ def grade_on_local_cluster(course: Path, config: str) -> tuple[float, float, flo
     with LocalCluster(n_workers=WORKERS, threads_per_worker=1, processes=True, dashboard_address=":0") as lc:
         t_start = time.perf_counter() - t0
         spent = [0.0]
-        original = batch._store_or_zero
+        original = batch._store_group
 
         def timed(*args):  # type: ignore[no-untyped-def]
             t = time.perf_counter()
@@ -111,13 +111,13 @@ def grade_on_local_cluster(course: Path, config: str) -> tuple[float, float, flo
             finally:
                 spent[0] += time.perf_counter() - t
 
-        batch._store_or_zero = timed
+        batch._store_group = timed
         try:
             t0 = time.perf_counter()
             batch.run(batch.Options("workbook", load_config(config), str(course), progress=False, cluster=lc.scheduler_address))
             t_grade = time.perf_counter() - t0
         finally:
-            batch._store_or_zero = original
+            batch._store_group = original
     state = store.State(course, b"\0" * 32)
     record = next(iter(state.records.values()))
     for i in range(TARGET):

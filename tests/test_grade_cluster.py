@@ -186,11 +186,12 @@ def _second_run(course: Path, config: Path, address: str, client: Any, get_task_
                 first: set[str]) -> Scenario:
     """The driver again, in a thread of this process; this thread kills a worker that has a notebook in hand."""
     stores: dict[str, int] = {}
-    store = batch._store_or_zero
+    store = batch._store_group
 
-    def counting(gb, course_, assignment, item, fp, graded, state):  # type: ignore[no-untyped-def]
-        stores[item.label] = stores.get(item.label, 0) + 1
-        return store(gb, course_, assignment, item, fp, graded, state)
+    def counting(gb, course_, assignment, group, state):  # type: ignore[no-untyped-def]
+        for item, _, _ in group:
+            stores[item.label] = stores.get(item.label, 0) + 1
+        return store(gb, course_, assignment, group, state)
 
     options = batch.Options(ASSIGNMENT, load_config(config), str(course), list(STUDENTS),
                             progress=False, cluster=address)
@@ -204,7 +205,7 @@ def _second_run(course: Path, config: Path, address: str, client: Any, get_task_
         except BaseException as exc:
             out["error"] = exc
 
-    batch._store_or_zero = counting
+    batch._store_group = counting
     killed: list[str] = []
     killed_worker = ""
     try:
@@ -223,7 +224,7 @@ def _second_run(course: Path, config: Path, address: str, client: Any, get_task_
                 time.sleep(0.05)
             driver.join(600)
     finally:
-        batch._store_or_zero = store
+        batch._store_group = store
     assert "error" not in out, out.get("error")
     ran_on: dict[str, set[str]] = {}
     for task in stream.data:
