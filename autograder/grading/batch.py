@@ -29,7 +29,7 @@ from .other_files import copy_other_files
 from .runner import Graded, zero_scores
 from .sanitize import Unreadable, read_submission, sanitize
 from .source import AssignmentSpec, GradingError, NotebookSpec, load_assignment
-from .store import State, course_lock, course_secret, record_grades, write_notebook
+from .store import State, course_lock, course_secret, record_grades, register_students, write_notebook
 
 GRADER_VERSION = f"{__version__}/grading-3"  # bump when a change to the grader may change a grade
 EDITED_STATE = "its resume record was edited outside the grader: ignored, regraded"
@@ -206,6 +206,7 @@ def run(options: Options) -> list[Row]:
                                     [str(m) for m in old.get("misconceptions", [])][:100]))
                 else:
                     todo.append((item, fp))
+        register_students(course.coursedir.db_url, course.coursedir.course_id, [item.student for item, _ in todo])
         if options.cluster:
             from .cluster import grade_on_cluster  # Dask is an optional dependency (the `cluster` extra)
 

@@ -192,6 +192,22 @@ def record_grades(gb: Gradebook, assignment: str, student: str, notebook: str, g
         raise
 
 
+def register_students(db_url: str, course_id: str, students: list[str]) -> None:
+    """Add the students the gradebook lacks, in the given order, in one commit.
+
+    nbgrader's exports list students in the order they were added (their names are usually empty); plain nbgrader
+    adds them one submission after another, in order, while this grader stores notebooks as they finish.
+    """
+    from nbgrader.api import Student
+
+    with Gradebook(db_url, course_id) as gb:
+        known = {sid for (sid,) in gb.db.query(Student.id).all()}
+        for student in dict.fromkeys(students):
+            if student not in known:
+                gb.db.add(Student(id=student))
+        gb.db.commit()
+
+
 def _ensure_submission(gb: Gradebook, assignment: str, student: str, timestamp: Any) -> None:
     """The student and their submission (with its time), as nbgrader's update_or_create_* make them; nbgrader's
     add_* commit, but only when a student or submission is new (once per student), not for every notebook."""
