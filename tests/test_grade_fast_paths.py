@@ -18,8 +18,14 @@ OUTPUTS = Outputs(100_000)
 
 @pytest.fixture(scope="module")
 def shell():
-    """The grading worker's shell (IPython's is one per process, as in a worker)."""
-    return make_shell(OUTPUTS)
+    """The grading worker's shell (IPython's is one per process, as in a worker); gone afterwards, so that later
+    tests of this process do not find an IPython shell (get_ipython()) and display instead of printing."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    made = make_shell(OUTPUTS)
+    yield made
+    type(made).clear_instance()
+    InteractiveShell.clear_instance()
 
 
 @pytest.fixture
@@ -79,11 +85,18 @@ def test_new_attributes_and_a_replaced_then_restored_item_are_no_change(guarded)
 
 
 def test_a_figure_in_the_grading_shell_is_shown_by_its_text_and_never_drawn(shell, monkeypatch) -> None:
+    import matplotlib
+
     monkeypatch.setenv("MPLBACKEND", "module://matplotlib_inline.backend_inline")
+    before = matplotlib.get_backend()
+    matplotlib.use("module://matplotlib_inline.backend_inline")  # as in a worker, even if a test drew with Agg before
     outputs = OUTPUTS
     outputs.clear()
-    run_cell(shell, outputs, "import matplotlib.pyplot as plt\nplt.figure(figsize=(5, 3))\nplt.plot([1, 2, 3])\nplt.show()",
-             30)
+    try:
+        run_cell(shell, outputs, "import matplotlib.pyplot as plt\nplt.figure(figsize=(5, 3))\nplt.plot([1, 2, 3])\n"
+                 "plt.show()", 30)
+    finally:
+        matplotlib.use(before)
     shown = [o for o in outputs.export() if o["output_type"] == "display_data"]
     assert shown and all(set(o["data"]) == {"text/plain"} for o in shown), outputs.export()
     assert "Figure size 500x300" in shown[0]["data"]["text/plain"]
