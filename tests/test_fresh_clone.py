@@ -108,11 +108,11 @@ def workbook_test(clone: Path, log: Path, *pytest_args: str) -> str:
 
 
 def test_workbook_test_passes_twice_in_a_fresh_clone(clone: Path, tmp_path: Path):
-    # The README's test command with the quick loop's selection (extra arguments go to pytest, as the README says):
-    # the outer suite already runs the slow, browser and fresh-clone tests, so the inner run does not repeat them.
-    first = workbook_test(clone, tmp_path / "first.log", "-m", "not slow and not browser and not fresh_clone")
+    # The README's test command on the tests of set-up itself (extra arguments go to pytest, as the README says): the
+    # outer suite runs every test already (and CI runs it from a fresh clone), so the inner runs prove set-up, not
+    # the tests again.
+    first = workbook_test(clone, tmp_path / "first.log", "tests/test_smoke.py", "tests/test_packaging.py", "-m", "not slow")
     assert "workbook: installing .[dev]" in first  # this run set the clone's venv up (with the dev extra)
-    assert re.search(r"\d+ deselected", first.strip().splitlines()[-1])
     # Again, on one file: set-up is skipped (the stamp matches) and the tests still pass.
     second = workbook_test(clone, tmp_path / "second.log", "tests/test_smoke.py")
     assert "workbook: installing" not in second and "creating the virtual environment" not in second, second[:2000]

@@ -159,7 +159,10 @@ Value.__init__ = __init__
 '''
     ladder = run_check(catalog.get("backward_once_per_node"), engine(patch), limits=Limits(check_timeout=5))
     assert not ladder.passed and "more than 100000 children" in ladder.message
-    assert "did not finish" in failure("add_backward", patch)  # the learner's own backward loops
+    # the learner's own backward loops: stopped by the check's time limit, or (when the forward check it depends on
+    # walks the endless _prev first, which depends on how fast this process is) blamed on that walk; never a hang
+    message = failure("add_backward", patch)
+    assert "did not finish" in message or "more than 100000 children" in message, message
 
 
 def test_prev_holding_numbers_is_named():
