@@ -28,12 +28,7 @@ def engine_path():
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Keep each module on one xdist worker (its module fixtures are built once), and the modules that share the
-    session's `graded` course on the same one; inside the fresh-clone test's own `./workbook test`, skip that test."""
-    sharing = {item.module.__name__ for item in items if "graded" in getattr(item, "fixturenames", ())}
-    for item in items:
-        name = item.module.__name__
-        item.add_marker(pytest.mark.xdist_group("graded" if name in sharing else name))
+    """Inside the fresh-clone test's own `./workbook test`, skip that test: no endless recursion."""
     if os.environ.get("WORKBOOK_FRESH_CLONE_INNER") == "1":
         skip = pytest.mark.skip(reason="inside the fresh-clone test's own run of ./workbook test (no recursion)")
         for item in items:
