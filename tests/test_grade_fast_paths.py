@@ -22,6 +22,7 @@ def shell():
     tests of this process do not find an IPython shell (get_ipython()) and display instead of printing."""
     from IPython.core.interactiveshell import InteractiveShell
 
+    InteractiveShell.clear_instance()  # a worker makes its shell in a fresh process: one an earlier module left is dropped
     made = make_shell(OUTPUTS)
     yield made
     type(made).clear_instance()
