@@ -24,6 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 import grading_corpus as gc
+from bench_grade import workbook_course  # the same course: generated workbook, solutions/blanks/mistakes
 
 WORKERS = 2
 TARGET, HOUR = 120_000, 3600.0
@@ -36,14 +37,11 @@ def main() -> int:
     args = parser.parse_args()
     config = str(gc.ROOT / "grading_config.py")
     with tempfile.TemporaryDirectory(prefix="bench-cluster-") as tmp:
-        plain, release = Path(tmp) / "plain", Path(tmp) / "release"
-        plain.mkdir()
-        gen = run([os.path.join(gc.BIN, "nbgrader"), "generate_assignment", "workbook", "--force",
-                   f"--CourseDirectory.release_directory={release}", f"--NbGrader.config_file={config}"], plain)[1]
-        if gen.returncode:
-            print(f"generate_assignment failed:\n{gen.stderr[-2000:]}")
+        try:
+            plain, ids = workbook_course(Path(tmp), args.students)
+        except RuntimeError as exc:  # generate_assignment failed
+            print(exc)
             return 1
-        ids = submit(plain, release, args.students)
         local, cluster = Path(tmp) / "local", Path(tmp) / "cluster"
         shutil.copytree(plain, local)
         shutil.copytree(plain, cluster)
@@ -73,21 +71,6 @@ def run(cmd: list[str], course: Path) -> tuple[float, subprocess.CompletedProces
     t0 = time.perf_counter()
     done = subprocess.run(cmd, cwd=course, env=env, text=True, capture_output=True)
     return time.perf_counter() - t0, done
-
-
-def submit(course: Path, release: Path, students: int) -> list[str]:
-    """Solutions, untouched stubs and solutions with mistakes, in turn."""
-    kinds = ["solution", "blank", "mistaken"]
-    ids = [f"{kinds[i % 3]}{i}" for i in range(students)]
-    for sid in ids:
-        folder = course / "submitted" / sid / "workbook"
-        if sid.startswith("solution"):
-            shutil.copytree(gc.WORKBOOK_SOURCE, folder)
-        elif sid.startswith("blank"):
-            shutil.copytree(release / "workbook", folder)
-        else:
-            gc.submit_workbook_with_mistakes(folder)
-    return ids
 
 
 def grade_on_local_cluster(course: Path, config: str) -> tuple[float, float, float, float]:
