@@ -7,8 +7,10 @@ import io
 import math
 import numbers
 import signal
+import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 
 class LearnerError(Exception):
@@ -135,6 +137,8 @@ def time_limit(seconds: float) -> Iterator[None]:
             raise LearnerTimeout(f"did not finish within {seconds:g} s (an infinite loop?)")
 
     previous = signal.signal(signal.SIGALRM, on_alarm)
+    previous_hook = sys.unraisablehook
+    sys.unraisablehook = _dropping_timeouts(previous_hook)
     # The alarm repeats: a single one can land in a finalizer run by the garbage collector (a generator's
     # close(), a __del__), where Python swallows the exception as "unraisable" and the loop would go on.
     signal.setitimer(signal.ITIMER_REAL, seconds, min(max(seconds / 10, 0.05), 1.0))
@@ -148,6 +152,19 @@ def time_limit(seconds: float) -> Iterator[None]:
                 continue
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+        sys.unraisablehook = previous_hook
+
+
+def _dropping_timeouts(previous: Callable[[Any], object]) -> Callable[[Any], object]:
+    """An unraisable hook that drops our own timeouts and passes every other exception on."""
+
+    def hook(unraisable: Any) -> None:
+        # A tick that lands in a finalizer is expected (the next tick stops the loop); reporting it would mean
+        # formatting a traceback while further ticks arrive, which can itself be interrupted.
+        if not isinstance(unraisable.exc_value, LearnerTimeout):
+            previous(unraisable)
+
+    return hook
 
 
 class _Sink(io.StringIO):
