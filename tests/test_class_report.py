@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -53,8 +54,20 @@ def test_csv_has_one_row_per_misconception_most_common_first():
 
 def test_page_is_self_contained_and_escapes_student_names():
     page = class_report.render_html("workbook", ROWS)
-    assert page.count("data:image/png;base64,") == 2 and "<script>" not in page and "cy&lt;script&gt;" in page
-    assert "http" not in page.replace("data:image", "")  # no server, no link to fetch
+    assert page.count("<svg class='histogram'") == 2 and "<script>" not in page and "cy&lt;script&gt;" in page
+    assert "http" not in page and "<img" not in page  # no server, no link to fetch
+
+
+def bars(svg: str) -> dict[str, tuple[int, float]]:
+    """score -> (students, drawn height) of each bar of a histogram."""
+    found = re.findall(r"data-score='([^']+)' data-students='(\d+)'[^>]* height='([\d.]+)'", svg)
+    return {score: (int(n), float(h)) for score, n, h in found}
+
+
+def test_histogram_bars_count_students_per_score_with_heights_in_proportion():
+    drawn = bars(class_report.histogram_svg([6, 2, 7, 7, 7.0, 0], 8, "03_backward"))
+    assert {k: n for k, (n, _) in drawn.items()} == {"0": 1, "2": 1, "6": 1, "7": 3, "8": 0}
+    assert drawn["8"][1] == 0 and abs(drawn["7"][1] - 3 * drawn["6"][1]) < 0.2 and drawn["6"][1] > 0
 
 
 @pytest.mark.browser
@@ -73,8 +86,10 @@ def test_report_opens_in_chromium_with_its_histograms_and_table(tmp_path):
         try:
             page = browser.new_page()
             page.goto(page_path.as_uri())
-            widths = page.eval_on_selector_all("#histograms img", "imgs => imgs.map(i => i.complete && i.naturalWidth)")
-            assert len(widths) == 2 and all(w and w > 100 for w in widths)
+            widths = page.eval_on_selector_all("#histograms svg", "svgs => svgs.map(s => s.getBoundingClientRect().width)")
+            assert len(widths) == 2 and all(w > 100 for w in widths)
+            heights = page.eval_on_selector_all("#histograms svg .bar", "rs => rs.map(r => r.getBBox().height)")
+            assert sum(h > 0 for h in heights) == 6  # one bar per score someone got: 03's 2, 6, 7 and 04's 0, 7, 9
             rows = page.eval_on_selector_all("#misconceptions tbody tr", "rs => rs.map(r => r.innerText)")
             assert len(rows) == 3 and "add.assigns_instead_of_accumulating" in rows[0] and "ada, bob" in rows[0]
             assert page.title() == "Class report: workbook"
@@ -95,7 +110,7 @@ def test_grade_writes_the_report_with_the_misconceptions_the_checks_named(tmp_pa
         (root / "reports" / f"{gc.ASSIGNMENT}-misconceptions.csv").open())}
     assert rows["mul.unswapped"]["student_ids"] == "mul_no_swap"
     assert rows["relerr.min"]["student_ids"] == "relerr_min"
-    assert page.count("data:image/png;base64,") == 1 and "mul.unswapped" in page
+    assert page.count("<svg class='histogram'") == 1 and "mul.unswapped" in page
     again = gc.grade_ours(root)  # unchanged submissions are skipped, and their misconceptions kept
     assert again.returncode == 0
     assert "mul.unswapped" in (root / "reports" / f"{gc.ASSIGNMENT}.html").read_text()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import random
 from collections.abc import Callable
@@ -9,6 +10,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..settings import Tolerance
+from ..truth.memo import remembered
 
 Case = dict[str, Any]
 Observation = dict[str, Any]
@@ -102,8 +104,13 @@ class Check:
 
         A per-course `secret` makes hidden cases unpredictable from the package; None keeps the package's own.
         """
-        seed: str | int = f"{self.name}/{'hidden' if hidden else 'visible'}"
-        if hidden and secret is not None:
-            key = secret.encode() if isinstance(secret, str) else bytes(secret)
-            seed = int.from_bytes(hashlib.sha256(key + b"\0" + str(seed).encode()).digest()[:16], "big")
-        return self.cases(random.Random(seed), hidden)
+        return _cases(self, hidden, None if secret is None or isinstance(secret, str) else bytes(secret))
+
+
+@remembered(4096, copy.deepcopy)  # drawing reliable inputs costs a numerical gradient each; a class reuses them
+def _cases(check: Check, hidden: bool, secret: bytes | str | None) -> list[Case]:
+    seed: str | int = f"{check.name}/{'hidden' if hidden else 'visible'}"
+    if hidden and secret is not None:
+        key = secret.encode() if isinstance(secret, str) else secret
+        seed = int.from_bytes(hashlib.sha256(key + b"\0" + str(seed).encode()).digest()[:16], "big")
+    return check.cases(random.Random(seed), hidden)

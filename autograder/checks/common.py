@@ -11,7 +11,7 @@ from typing import Any
 
 from ..settings import Tolerance
 from ..truth.expressions import Expr
-from ..truth.numeric import Estimate, generic_inputs, grad_close, gradient, value_close
+from ..truth.numeric import Estimate, generic_inputs, grad_close, known_gradient, value_close
 from . import messages as msg
 from .base import Case, Check, Failure, Observation
 
@@ -50,7 +50,7 @@ def sample(expr: Expr, rng: random.Random) -> list[float]:
             f = expr.reference(*xs)
         except (ArithmeticError, ValueError):
             continue
-        if math.isfinite(f) and all(e.reliable for e in gradient(expr.reference, xs)):
+        if math.isfinite(f) and all(e.reliable for e in known_gradient(expr.reference, xs)):
             return xs
     raise RuntimeError(f"no reliable inputs for {expr.body!r}")  # pragma: no cover - a catalogue bug
 
@@ -108,11 +108,11 @@ def judge_expression(case: Case, obs: Observation, tol: Tolerance) -> Failure | 
                        repro=msg.repro_lines(expr.repro(xs, backward=case["backward"]).splitlines()))
     if not case["backward"]:
         return None
-    repro = msg.repro_lines(expr.repro(xs, [e.value for e in gradient(expr.reference, xs)]).splitlines())
+    repro = msg.repro_lines(expr.repro(xs, [e.value for e in known_gradient(expr.reference, xs)]).splitlines())
     if not grad_close(obs["root_grad"], 1.0, 1.0, tol.rtol, tol.atol):
         return Failure(f"Value.backward: out.grad after out.backward() on {where(expr, xs)}: expected 1, "
                        f"got {obs['root_grad']:.6g}", "backward.root_not_seeded", repro=repro, method=BWD)
-    estimates: list[Estimate] = gradient(expr.reference, xs)
+    estimates: list[Estimate] = known_gradient(expr.reference, xs)
     exact = list(expr.exact(*xs)) if expr.exact else None
     got = obs["grads"]
     for i, (p, g, est) in enumerate(zip(expr.params, got, estimates)):

@@ -7,7 +7,7 @@ import math
 import random
 
 from ..settings import Tolerance
-from ..truth.numeric import generic_inputs, grad_close, gradient, value_close
+from ..truth.numeric import generic_inputs, grad_close, known_gradient, value_close
 from .base import ERROR, Case, Check, Failure, Observation
 from .common import EXPRESSIONS, register, sample, where
 
@@ -130,7 +130,7 @@ def judge_manual(case: Case, obs: Observation, tol: Tolerance) -> Failure | None
     v = {n: obs[n][0] for n in MANUAL_NODES}
     for n in ("L", "f", "d", "c", "e", "b", "a"):
         fn, names = DOWNSTREAM[n]
-        est = gradient(fn, [v[k] for k in names])[names.index(n)].value
+        est = known_gradient(fn, [v[k] for k in names])[names.index(n)].value
         got = obs[n][1]
         if not grad_close(got, est, v["L"], tol.rtol, tol.atol):
             what, mis = MANUAL_HINTS[n]
@@ -205,7 +205,7 @@ def judge_grads_of(case: Case, obs: Observation, tol: Tolerance) -> Failure | No
     xs = case["inputs"]
     call = _grads_of_call(case)
     ref = expr.reference(*xs)
-    estimates = gradient(expr.reference, xs)
+    estimates = known_gradient(expr.reference, xs)
     for n, got in enumerate(obs["calls"]):
         if len(got) != len(xs):
             return Failure(f"{call} returned {len(got)} numbers, expected one gradient per input ({len(xs)})")

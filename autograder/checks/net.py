@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 
 from ..settings import Tolerance
 from ..truth import net as nref
-from ..truth.numeric import grad_close, gradient, value_close
+from ..truth.numeric import grad_close, value_close
 from . import messages as msg
 from .base import Case, Check, Failure, Observation
 from .common import judge_by_probe, register
@@ -165,7 +165,7 @@ def judge_loss(case: Case, obs: Observation, tol: Tolerance) -> Failure | None:
         mis = "mse.is_sum" if value_close(obs["data"], want * len(xs), 1e-9) else None
         repro = net_repro(f"MLP({nin}, {nouts})", weights, *setup, f"print(loss.data)  # expected {want:.10g}")
         return Failure(f"{where}: expected {want:.10g}, got {obs['data']:.10g}", mis, repro=repro)
-    est = gradient(lambda *w: nref.mse(w, nin, nouts, xs, ys), weights)
+    est = nref.mse_gradient(weights, nin, nouts, xs, ys)
     for i, (g, e) in enumerate(zip(obs["grads"], est)):
         if not grad_close(g, e.value, want, tol.rtol, tol.atol):
             repro = net_repro(f"MLP({nin}, {nouts})", weights, *setup, "loss.backward()",

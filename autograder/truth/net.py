@@ -6,7 +6,8 @@ import math
 import random
 from collections.abc import Sequence
 
-from .numeric import central_difference, gradient
+from .memo import remembered
+from .numeric import Estimate, central_difference, gradient
 
 
 def parameter_count(nin: int, nouts: Sequence[int]) -> int:
@@ -51,6 +52,16 @@ def mse(weights: Sequence[float], nin: int, nouts: Sequence[int], xs: Sequence[S
     return sum((forward(weights, nin, nouts, x)[0] - y) ** 2 for x, y in zip(xs, ys)) / len(xs)
 
 
+def mse_gradient(weights: Sequence[float], nin: int, nouts: Sequence[int], xs: Sequence[Sequence[float]],
+                 ys: Sequence[float]) -> list[Estimate]:
+    """The numerical gradient of `mse` with respect to every parameter."""
+    return gradient(lambda *w: mse(w, nin, nouts, xs, ys), weights)
+
+
+mse_gradient = remembered(256, list)(mse_gradient)
+
+
+@remembered(256, list)
 def descend(
     nin: int,
     nouts: Sequence[int],
