@@ -85,6 +85,28 @@ def test_new_attributes_and_a_replaced_then_restored_item_are_no_change(guarded)
     assert guard.unchanged() and guard.changes() == []
 
 
+def test_a_functions_attribute_dict_made_on_first_use_is_no_change_and_the_fast_check_resumes(guarded) -> None:
+    module, guard = guarded
+    module.f.cache = {}  # the function's __dict__ appears: the collector's view of f moves, nothing guarded does
+    assert guard.changes() == []
+    assert guard.unchanged()
+    replace_code(module)
+    assert any(name.startswith(module.__name__) for name in guard.changes())
+
+
+def test_reading_the_guarded_functions_raises_no_audit_event_per_function(guarded) -> None:
+    # each audit event costs a call into the worker's Python audit hook; the guard runs after every cell
+    _, guard = guarded
+    events: list[str] = []
+    sys.addaudithook(lambda event, args: events.append(event) if recording else None)
+    recording = True
+    try:
+        guard.changes()
+    finally:
+        recording = False
+    assert len(events) <= 2, events[:10]
+
+
 def test_a_figure_in_the_grading_shell_is_shown_by_its_text_and_never_drawn(shell, monkeypatch) -> None:
     import matplotlib
 

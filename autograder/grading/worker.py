@@ -7,6 +7,7 @@ goes through `json`, never pickle, so a hostile notebook can at worst send wrong
 
 from __future__ import annotations
 
+import gc
 import itertools
 import json
 import operator
@@ -349,9 +350,14 @@ class Guard:
 
         self.user_ns = user_ns
         self.check = autograder.check  # the function a notebook imports (the stand-in's, inside the sandbox)
-        # (mapping, its keys, their values), and (_CODE or _DEFAULTS, the functions, their code or defaults)
+        # (mapping, its keys, their values) for each mapping walked
         self.views: list[tuple[Any, tuple[Any, ...], tuple[Any, ...]]] = []
+        self.functions: tuple[Any, ...] = ()
         self.items = self._take(self.views)
+        # A function's code, defaults, globals... as the collector sees them: reading `__code__` raises an audit
+        # event per function (hundreds per cell through the worker's audit hook, ~4 ms); this is one call.
+        self.referents = gc.get_referents
+        self.function_parts = self.referents(*self.functions)
 
     @staticmethod
     def _modules() -> dict[str, Any]:
@@ -390,21 +396,17 @@ class Guard:
                     for k, v in entries:
                         items[(mname, key, f"[{k!r}]")] = v
         if views is not None:
-            views.append((_CODE, tuple(functions), tuple(f.__code__ for f in functions)))
-            views.append((_DEFAULTS, tuple(functions), tuple(f.__defaults__ for f in functions)))
+            self.functions = tuple(functions)
         return items
 
     def unchanged(self) -> bool:
         """True when every guarded item is still the very object of the snapshot: identity checks at C speed, the
         same items `changes` compares (it runs only when this says something moved)."""
         for mapping, keys, values in self.views:
-            if mapping is _CODE or mapping is _DEFAULTS:  # the functions' code and defaults
-                now = map(mapping, keys)
-            else:
-                now = map(mapping.get, keys, itertools.repeat(_MISSING))
-            if not all(map(operator.is_, now, values)):
+            if not all(map(operator.is_, map(mapping.get, keys, itertools.repeat(_MISSING)), values)):
                 return False
-        return True
+        parts = self.referents(*self.functions)
+        return len(parts) == len(self.function_parts) and all(map(operator.is_, parts, self.function_parts))
 
     def changes(self) -> list[str]:
         """What the notebook replaced since the snapshot (empty for an honest notebook)."""
@@ -414,6 +416,8 @@ class Guard:
             return []
         now = self._take()
         keys = [k for k, v in self.items.items() if k not in now or now[k] is not v]
+        if not keys:  # a part nothing guards moved (a function's __dict__ made on first use): look again from here
+            self.function_parts = self.referents(*self.functions)
         replaced = set(keys)
         changed = [".".join(k) for k in keys if not (len(k) > 2 and k[:2] in replaced)]  # a new function, not also its code
         if rebound:
@@ -422,8 +426,6 @@ class Guard:
 
 
 _MISSING = object()
-_CODE = operator.attrgetter("__code__")
-_DEFAULTS = operator.attrgetter("__defaults__")
 
 
 def answer_checks(conn: Connection, writer: channel.Writer, shell: Any, limits: Any, kit: ProbeKit, guard: Guard) -> None:
