@@ -9,6 +9,9 @@ sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[assignment]
 
 if __name__ == "__main__":  # grading workers re-import the main module under another name
     if sys.argv[1:2] == ["grade"]:  # warm the workers' fork server while the grader imports nbgrader
+        from .grading.nbgrader_light import import_without_server_extensions
+
+        import_without_server_extensions()
         if "--unsafe-no-sandbox" in sys.argv:
             from .grading.worker import forkserver_context
 
@@ -18,6 +21,10 @@ if __name__ == "__main__":  # grading workers re-import the main module under an
 
             MODE.pool.warm()
 
+    import gc
+
     from .cli import main
 
-    sys.exit(main())
+    code = main()
+    gc.freeze()  # the process ends here: a last collection over the whole heap took ~0.5 s after a batch
+    sys.exit(code)

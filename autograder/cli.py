@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import sys
 from collections.abc import Sequence
@@ -105,7 +106,11 @@ def grade_command(args: argparse.Namespace) -> int:
         raise UsageError(f"cannot read the config file: {type(exc).__name__}: {exc}") from None
     options = batch.Options(args.assignment, config, args.course, args.students, args.jobs, args.force, args.csv_path,
                             progress=not args.no_progress, unsafe_no_sandbox=args.unsafe_no_sandbox, cluster=args.cluster)
-    rows = batch.run(options)
+    gc.freeze()  # nbgrader, SQLAlchemy and the catalogue live as long as the batch: its collections need not walk them
+    try:
+        rows = batch.run(options)
+    finally:
+        gc.unfreeze()
     print(batch.summary(rows))
     return 0
 

@@ -29,7 +29,7 @@ from .other_files import copy_other_files
 from .runner import Graded, zero_scores
 from .sanitize import Unreadable, read_submission, sanitize
 from .source import AssignmentSpec, GradingError, NotebookSpec, load_assignment
-from .store import State, course_lock, course_secret, record_grades, register_students, write_notebook
+from .store import State, course_lock, course_secret, record_grades, register_students, rollback, write_notebook
 
 GRADER_VERSION = f"{__version__}/grading-3"  # bump when a change to the grader may change a grade
 EDITED_STATE = "its resume record was edited outside the grader: ignored, regraded"
@@ -299,14 +299,14 @@ def _store_group(gb: Gradebook, course: Course, assignment: str, group: list[tup
         stored = [_store(gb, course, assignment, item, fp, graded, state) for item, fp, graded in group]
         gb.db.commit()
     except Exception:
-        gb.db.rollback()
+        rollback(gb)
         stored = []
         for item, fp, graded in group:
             try:
                 stored.append(_store(gb, course, assignment, item, fp, graded, state))
                 gb.db.commit()
             except Exception as exc:  # one notebook's storage failing must not lose the rest of the batch
-                gb.db.rollback()
+                rollback(gb)
                 reason = ("could not store the grade "
                           f"({type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''})")
                 stored.append((Row(item.student, item.notebook, 0.0, graded.max_score, NOT_GRADED, graded.flags,

@@ -13,11 +13,10 @@ import datetime
 import warnings
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.coursedir import CourseDirectory
-from nbgrader.preprocessors import AssignLatePenalties
 
 
 class _Row(Protocol):
@@ -38,8 +37,7 @@ def _late_by(seconds: float) -> str:
 def apply_late_penalties(coursedir: CourseDirectory, assignment: str, rows: Iterable[_Row]) -> None:
     """Record each row's submission time and late penalty in the gradebook as nbgrader does; note them in the row."""
     rows = list(rows)
-    penalties = AssignLatePenalties(config=coursedir.config)  # the same config nbgrader's own run reads
-    penalties.init_plugin()
+    penalties: Any = None  # made at the first late notebook: nbgrader.preprocessors loads nbconvert (~0.6 s)
     with Gradebook(coursedir.db_url, coursedir.course_id) as gb:
         for student in dict.fromkeys(r.student for r in rows):
             folder = Path(coursedir.format_path(coursedir.submitted_directory, student, assignment))
@@ -60,6 +58,11 @@ def apply_late_penalties(coursedir: CourseDirectory, assignment: str, rows: Iter
             notebook.late_submission_penalty = None
             late = submission.total_seconds_late
             if late > 0:
+                if penalties is None:
+                    from nbgrader.preprocessors import AssignLatePenalties
+
+                    penalties = AssignLatePenalties(config=coursedir.config)  # the config nbgrader's own run reads
+                    penalties.init_plugin()
                 penalty = penalties.plugin_inst.late_submission_penalty(row.student, notebook.score, late)
                 if penalty is not None:
                     # nbgrader's own clamp to [0, score], so a plugin's odd value lands exactly where nbgrader puts it
