@@ -6,9 +6,9 @@ course or the answer side), start `bwrap` with a clean environment and a read-on
 server for one worker per notebook over a control socket; each worker's channel is a fresh socketpair whose
 far end travels with SCM_RIGHTS. Sandbox side (`serve`): preload numpy, matplotlib and IPython once, then per
 notebook fork a process that enters new namespaces, mounts a private tmpfs scratch (and hides /proc), and forks
-the namespace's init, which forks the learner's process with no capabilities. When the init exits, the kernel
-kills everything the notebook started. Only the standard library is imported here at module level: this file
-runs inside the sandbox too.
+the learner's process with no capabilities as the namespace's PID 1 (one fork fewer than a separate init: ~13 ms
+of CPU per notebook). When it exits, or is killed, the kernel kills everything the notebook started. Only the
+standard library is imported here at module level: this file runs inside the sandbox too.
 """
 
 from __future__ import annotations
@@ -509,7 +509,7 @@ MODE = Mode()  # the grader's one sandbox pool; batch.run chooses the mode, runn
 
 CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x20000, 0x8000000, 0x10000000, 0x20000000, 0x40000000
 MS_NOSUID, MS_NODEV, MS_REC, MS_PRIVATE = 0x2, 0x4, 0x4000, 0x40000
-PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 1, 4, 24, 38
+PR_SET_PDEATHSIG, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 1, 24, 38
 PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
 
 
@@ -568,35 +568,13 @@ def _exit_status(status: int) -> int:
     return -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
 
 
-def _init(channel_fd: int, report_fd: int, parent_alive: int) -> None:
-    """PID 1 of the notebook's namespace: fork the learner's process, reap every orphan, report its status, exit."""
-    libc = _libc()
-    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # the server killed our parent: the namespace goes
-    libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)  # the learner's process cannot ptrace this one
-    if select.select([parent_alive], [], [], 0)[0]:
-        os._exit(1)  # the parent died before PDEATHSIG was set
-    learner = os.fork()
-    if learner == 0:
-        os.close(report_fd)
-        os.close(parent_alive)
-        _learner(channel_fd, libc)
-    os.close(channel_fd)
-    code = 1
-    while True:
-        try:
-            pid, status = os.wait()
-        except ChildProcessError:
-            break
-        if pid == learner:
-            code = _exit_status(status)
-            break  # returning from PID 1 kills whatever the notebook left running
-    os.write(report_fd, json.dumps(code).encode())
-    os._exit(0)
-
-
-def _learner(channel_fd: int, libc: Any) -> None:
-    """The learner's process: no privileges, only its channel open; read the start message, then run the notebook."""
+def _learner(channel_fd: int, parent_alive: int, libc: Any) -> None:
+    """The learner's process, PID 1 of the notebook's namespace: when it ends, for any reason, the kernel ends every
+    process the notebook started. No privileges, only its channel open; read the start message, run the notebook."""
     try:
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # the server killed our parent: the namespace goes
+        if select.select([parent_alive], [], [], 0)[0]:
+            os._exit(1)  # the parent died before PDEATHSIG was set
         drop_privileges(libc)
         _close_fds(channel_fd)
         signal.signal(signal.SIGINT, signal.SIG_DFL)
@@ -618,7 +596,8 @@ def _learner(channel_fd: int, libc: Any) -> None:
 
 
 def _spawn(channel_fd: int) -> tuple[int, int]:
-    """Fork the process that builds the notebook's namespaces; (its pid, the fd its status comes back on)."""
+    """Fork the process that builds the notebook's namespaces and reports how its learner's process ended;
+    (its pid, the fd that status comes back on)."""
     report_r, report_w = os.pipe()
     pid = os.fork()
     if pid:
@@ -632,13 +611,15 @@ def _spawn(channel_fd: int) -> tuple[int, int]:
         libc = _libc()
         enter_namespaces(libc)
         alive_r, alive_w = os.pipe()
-        init = os.fork()  # PID 1 of the new PID namespace
-        if init == 0:
+        learner = os.fork()  # PID 1 of the new PID namespace
+        if learner == 0:
             os.close(alive_w)
-            _init(channel_fd, report_w, alive_r)
+            os.close(report_w)
+            _learner(channel_fd, alive_r, libc)
         os.close(channel_fd)
-        os.close(report_w)
-        os.waitpid(init, 0)
+        os.close(alive_r)
+        _, status = os.waitpid(learner, 0)
+        os.write(report_w, json.dumps(_exit_status(status)).encode())
     except BaseException:
         os._exit(1)
     os._exit(0)
