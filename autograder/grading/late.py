@@ -69,7 +69,7 @@ def apply_late_penalties(coursedir: CourseDirectory, assignment: str, rows: Iter
                     notebook.late_submission_penalty = penalties._check_late_penalty(notebook, penalty)
                     row.reason = "; ".join(x for x in [row.reason, f"late by {_late_by(late)}: "
                                                        f"penalty {notebook.late_submission_penalty:g}"] if x)
-            gb.db.commit()
+        gb.db.commit()  # one commit for the batch: every penalty is worked out again on the next run anyway
 
 
 def grant_extension(coursedir: CourseDirectory, assignment: str, student: str, extension: datetime.timedelta) -> None:

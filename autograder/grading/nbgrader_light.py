@@ -1,4 +1,4 @@
-"""nbgrader's modules without its package `__init__`, for the `grade` command's start-up.
+"""nbgrader's modules without what a batch never runs, for the `grade` command's start-up.
 
 `import nbgrader.api` first runs nbgrader/__init__.py, which imports nbgrader's four Jupyter server extensions
 (assignment list, course list, validate, formgrader) and through them its apps, exchange, converters, nbconvert and
@@ -10,8 +10,12 @@ process that imported nbgrader already keeps it as it is.
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import sys
+import types
+from collections.abc import Callable
+from typing import Any
 
 
 def import_without_server_extensions() -> bool:
@@ -29,4 +33,27 @@ def import_without_server_extensions() -> bool:
         del sys.modules["nbgrader"]
         return False
     package.__version__ = __version__  # `from nbgrader import __version__` (its apps) keeps working
+    return True
+
+
+def archive_util_on_first_use() -> bool:
+    """Stand in for `setuptools.archive_util`, which nbgrader.utils imports for `zip_collect` alone: loading it
+    loads setuptools and pkg_resources (~0.5 s). Its functions import the real module when first called."""
+    name = "setuptools.archive_util"
+    if name in sys.modules or importlib.util.find_spec("setuptools") is None:
+        return False
+
+    def forward(attr: str) -> Callable[..., Any]:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            if sys.modules.get(name) is standin:
+                del sys.modules[name]
+            return getattr(importlib.import_module(name), attr)(*args, **kwargs)
+
+        call.__name__ = attr
+        return call
+
+    standin = types.ModuleType(name, "setuptools.archive_util, imported when one of its functions is first called")
+    for attr in ("unpack_archive", "unpack_directory", "unpack_zipfile", "unpack_tarfile", "default_filter"):
+        setattr(standin, attr, forward(attr))
+    sys.modules[name] = standin
     return True
