@@ -8,10 +8,11 @@ import sys
 import types
 from pathlib import Path
 
+import nbformat
 import pytest
 
 from autograder.grading import store
-from autograder.grading.worker import Guard, Outputs, make_shell, run_cell
+from autograder.grading.worker import Guard, Outputs, make_shell, plain_python, run_cell
 
 OUTPUTS = Outputs(100_000)
 
@@ -105,6 +106,35 @@ def test_reading_the_guarded_functions_raises_no_audit_event_per_function(guarde
     finally:
         recording = False
     assert len(events) <= 2, events[:10]
+
+
+ROOT = Path(__file__).resolve().parent.parent
+TRICKY = ["%time x = 1\ny = 2\n", "x = 1\nfiles = !ls\n", "x = 1\nlen?\n", "pwd", "exit", "  x = 1\n  y = 2\n",
+          "\nx = 1\ny = 2", ">>> x = 1\n>>> y = 2\n", "%%timeit\nx = 1\n", "x = 1\ny = x % 2", "x = 1\r\ny = 2\r\n",
+          "s = '''\n%magic in a string\n'''\nprint(s)", "def f():\n    return 1\n\n\n", "x = 1\n;print x\n",
+          "x = 1\ny = '\\d'\n"]
+
+
+def every_code_cell() -> list[str]:
+    """The tricky cells above, and every code cell of the workbook's and the tests' notebooks."""
+    cells = list(TRICKY)
+    for path in [*ROOT.glob("solutions/**/*.ipynb"), *ROOT.glob("notebooks/**/*.ipynb"), *ROOT.glob("tests/**/*.ipynb")]:
+        cells += [c["source"] for c in nbformat.read(path, as_version=4).cells if c["cell_type"] == "code"]
+    return cells
+
+
+def test_a_cell_passed_by_without_ipythons_transformers_is_exactly_what_they_would_make(shell) -> None:
+    from IPython.core.interactiveshell import InteractiveShell
+
+    passed = 0
+    for source in every_code_cell():
+        fast = plain_python(source, [])
+        if fast is not None:
+            passed += 1
+            assert fast == InteractiveShell.transform_cell(shell, source), source
+    assert passed > 50  # the workbook's multi-line cells take the fast path
+    for source in ["%time x = 1\ny = 2\n", "x = 1\nfiles = !ls\n", "x = 1\nlen?\n", "pwd", "  x = 1\n  y = 2\n"]:
+        assert plain_python(source, []) is None, source
 
 
 def test_a_figure_in_the_grading_shell_is_shown_by_its_text_and_never_drawn(shell, monkeypatch) -> None:
