@@ -206,6 +206,8 @@ def run(options: Options) -> list[Row]:
                                     [str(m) for m in old.get("misconceptions", [])][:100]))
                 else:
                     todo.append((item, fp))
+        if not options.cluster:
+            sandbox.MODE.ready()  # the reading above overlapped the sandbox's start; the gradebook is written only now
         register_students(course.coursedir.db_url, course.coursedir.course_id, [item.student for item, _ in todo])
         if options.cluster:
             from .cluster import grade_on_cluster  # Dask is an optional dependency (the `cluster` extra)
