@@ -9,7 +9,7 @@ from autograder import checks as catalog
 from autograder.checks.base import _cases
 from autograder.checks.common import EXPRESSIONS
 from autograder.truth import net as nref
-from autograder.truth.memo import freeze, remembered
+from autograder.truth.memo import copy_plain, freeze, remembered
 from autograder.truth.numeric import gradient, known_gradient
 
 plain = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
@@ -86,3 +86,13 @@ def test_remembered_descent_and_loss_gradient_match_a_fresh_computation():
     assert nref.descend(**args) == nref.descend.__wrapped__(**args) == nref.descend(**args)
     est = nref.mse_gradient(args["weights"], 2, (3, 1), args["xs"], args["ys"])
     assert est == gradient(lambda *w: nref.mse(w, 2, (3, 1), args["xs"], args["ys"]), args["weights"])
+
+
+@given(plain)
+def test_copy_plain_is_deepcopy_for_plain_data(value):
+    import copy
+
+    copied = copy_plain(value)
+    assert copied == copy.deepcopy(value)
+    if isinstance(value, (list, dict)) and value:
+        assert copied is not value

