@@ -68,7 +68,6 @@ def remembered(maxsize: int, copy: Callable[[Any], Any]) -> Callable[[F], F]:
                     cache.popitem(last=False)
             return result
 
-        wrapper.cache_clear = cache.clear  # type: ignore[attr-defined]
         return wrapper  # type: ignore[return-value]
 
     return decorate

@@ -52,13 +52,11 @@ def mse(weights: Sequence[float], nin: int, nouts: Sequence[int], xs: Sequence[S
     return sum((forward(weights, nin, nouts, x)[0] - y) ** 2 for x, y in zip(xs, ys)) / len(xs)
 
 
+@remembered(256, list)
 def mse_gradient(weights: Sequence[float], nin: int, nouts: Sequence[int], xs: Sequence[Sequence[float]],
                  ys: Sequence[float]) -> list[Estimate]:
     """The numerical gradient of `mse` with respect to every parameter."""
     return gradient(lambda *w: mse(w, nin, nouts, xs, ys), weights)
-
-
-mse_gradient = remembered(256, list)(mse_gradient)
 
 
 @remembered(256, list)
