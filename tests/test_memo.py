@@ -70,6 +70,8 @@ def test_every_checks_cases_are_the_ones_a_fresh_draw_makes():
         for hidden, secret in ((False, None), (True, None), (True, b"course secret")):
             fresh = _cases.__wrapped__(check, hidden, secret)
             assert check.make_cases(hidden, secret) == fresh == check.make_cases(hidden, secret)
+        # a secret given as text draws what the same secret as bytes draws
+        assert check.make_cases(True, "course secret") == check.make_cases(True, b"course secret")
 
 
 def test_known_gradient_is_gradient():

@@ -103,7 +103,7 @@ class Check:
 
         A per-course `secret` makes hidden cases unpredictable from the package; None keeps the package's own.
         """
-        return _cases(self, hidden, None if secret is None or isinstance(secret, str) else bytes(secret))
+        return _cases(self, hidden, secret if secret is None or isinstance(secret, str) else bytes(secret))
 
 
 @remembered(4096, copy_plain)  # drawing reliable inputs costs a numerical gradient each; a class reuses them
