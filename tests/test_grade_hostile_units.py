@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import fractions
 import math
+import os
+import subprocess
 
 import numpy as np
 import pytest
@@ -12,6 +14,7 @@ from hypothesis import strategies as st
 
 from autograder.grading import channel
 from autograder.grading.judge import nudge
+from autograder.grading.sandbox import STAGING_PREFIX, remove_abandoned_stagings
 from autograder.grading.worker import OutputLimitExceeded, Outputs, _Stream
 from autograder.probes import safe
 
@@ -92,3 +95,15 @@ def test_a_print_loop_is_stopped_at_the_output_cap_with_a_marker() -> None:
     assert 10_000 - 100 < channel.output_size(items[0]) <= 10_000 and "output truncated" in items[-1]["text"]
     with pytest.raises(OutputLimitExceeded):
         stream.write("more")  # a loop that catches the error keeps failing rather than printing on
+
+
+def test_staged_code_of_a_killed_grader_is_removed_and_a_running_graders_is_kept(tmp_path) -> None:
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    killed = tmp_path / f"{STAGING_PREFIX}{gone.pid}-abc"
+    running = tmp_path / f"{STAGING_PREFIX}{os.getpid()}-def"
+    unnamed = tmp_path / f"{STAGING_PREFIX}xyz"  # not one of ours by name: left alone
+    for path in (killed, running, unnamed):
+        (path / "autograder").mkdir(parents=True)
+    assert remove_abandoned_stagings(tmp_path) == [killed]
+    assert not killed.exists() and running.exists() and unnamed.exists()

@@ -9,11 +9,14 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import grading_corpus as gc
 import pytest
 
+from autograder.grading.sandbox import STAGING_PREFIX
 from autograder.grading.store import LOCK_FILE, course_lock
 
 pytestmark = pytest.mark.slow  # every test here grades a course built by nbgrader: minutes, not seconds
@@ -71,12 +74,15 @@ def test_killed_run_then_rerun_ends_with_every_grade_correct_and_no_duplicates(c
     proc.wait()
     done_before = state.read_text().count('"fingerprint"') if state.exists() else 0
     assert done_before < len(STUDENTS), "the run finished before it was killed; nothing was tested"
+    abandoned = list(Path(tempfile.gettempdir()).glob(f"{STAGING_PREFIX}{proc.pid}-*"))
+    assert abandoned, "the killed grader left no staged worker code: the clean-up below proves nothing"
     rerun = gc.grade_ours(course)
     assert rerun.returncode == 0, rerun.stderr
     assert rerun.stdout.count("skipped (unchanged)") == done_before
     assert totals(course) == STUDENTS
     rows, distinct = grade_rows(course)
     assert rows == distinct == 4 * len(STUDENTS)
+    assert not any(path.exists() for path in abandoned), "the next grader leaves a killed grader's staging in place"
 
 
 def test_second_grader_on_the_same_course_refuses_with_one_line(course):

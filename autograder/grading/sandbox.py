@@ -192,13 +192,36 @@ def unavailable_reason() -> str | None:
 # ------------------------------------------------------------------ grader side: the sandbox and its workers
 
 
+STAGING_PREFIX = "autograder-sandbox-"  # + the grader's pid: a staging whose grader is gone can be removed
+
+
+def remove_abandoned_stagings(root: Path | None = None) -> list[Path]:
+    """Remove staged worker code left by graders that were killed before they could (SIGKILL, a lost machine)."""
+    removed = []
+    for path in Path(root or tempfile.gettempdir()).glob(f"{STAGING_PREFIX}*"):
+        pid = path.name[len(STAGING_PREFIX):].split("-", 1)[0]
+        try:
+            if not pid.isdigit() or path.is_symlink() or not path.is_dir() or path.stat().st_uid != os.getuid():
+                continue
+            os.kill(int(pid), 0)
+            continue  # its grader still runs (or the pid was reused: kept, to be safe)
+        except ProcessLookupError:
+            pass
+        except OSError:  # not ours to judge (another user's pid), or removed meanwhile
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+        removed.append(path)
+    return removed
+
+
 class Sandbox:
     """One bubblewrap sandbox running the fork server; `launch` starts a notebook's worker in it."""
 
     def __init__(self) -> None:
         self.proc: subprocess.Popen[bytes] | None = None
         self.control: socket.socket | None = None
-        self.staged = Path(tempfile.mkdtemp(prefix="autograder-sandbox-"))
+        remove_abandoned_stagings()
+        self.staged = Path(tempfile.mkdtemp(prefix=f"{STAGING_PREFIX}{os.getpid()}-"))
         self.lock = threading.Lock()  # one request at a time on the control socket
         self.cond = threading.Condition()
         self.replies: dict[int, dict[str, Any]] = {}  # worker id -> {"spawned": bool, "status": int | None}
