@@ -148,6 +148,22 @@ def test_the_honest_worker_stops_many_small_outputs_at_the_count() -> None:
     Reader(10**9).read(cell(outputs.export()))
 
 
+def nested(depth: int) -> object:
+    value: object = 1
+    for _ in range(depth):
+        value = {"next": value}
+    return value
+
+
+@pytest.mark.parametrize("data", [{"application/json": nested(12)}, {"application/json": {"n": 2**70}},
+                                  {"application/vnd.x+json": [nested(20)]}])
+def test_an_honest_display_the_channel_would_refuse_is_dropped_by_the_worker_not_sent(data: dict) -> None:
+    outputs = Outputs(CAP)
+    outputs.rich("display_data", {**data, "text/plain": "<JSON>"}, {"deep": nested(12)})
+    read = Reader(CAP).read(cell(outputs.export()))  # an honest notebook's display never reads as a violation
+    assert read.outputs[0]["data"] == {"text/plain": "<JSON>"} and read.outputs[0]["metadata"] == {}
+
+
 def test_png_bytes_from_a_display_formatter_travel_as_base64() -> None:
     outputs = Outputs(CAP)
     outputs.rich("display_data", {"image/png": b"\x89PNG\r\n", "text/plain": "<Figure>"}, {})

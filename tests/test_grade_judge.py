@@ -15,7 +15,7 @@ from autograder import probes
 from autograder.grading import batch, store
 from autograder.grading.channel import Violation
 from autograder.grading.judge import judge_cell
-from autograder.grading.runner import Graded
+from autograder.grading.runner import Graded, Stopped
 from autograder.grading.source import CheckCall
 from autograder.loader import load
 from autograder.settings import Tolerance
@@ -66,6 +66,46 @@ def test_a_table_of_the_visible_inputs_alone_is_flagged_and_scores_zero() -> Non
 def test_an_honest_visible_only_check_is_nudged_and_still_passes() -> None:
     verdict = judge_cell(InProcess(reference()), (CheckCall(("value_repr",), False),), Tolerance(), SECRET)
     assert verdict.results[0].passed and verdict.flags == []
+
+
+def test_a_table_of_every_input_the_grader_used_hidden_ones_too_is_flagged_and_scores_zero() -> None:
+    ns = reference()
+    value = ns["Value"]
+    honest_add, honest_init = value.__add__, value.__init__
+    seen: set[float] = set()
+
+    def logging_init(self, data, *args, **kwargs):  # a first submission that printed every number into its feedback
+        seen.add(data)
+        honest_init(self, data, *args, **kwargs)
+
+    calls = (CheckCall(("add_forward",), False), CheckCall(("add_forward",), True))
+    value.__init__ = logging_init
+    try:
+        judge_cell(InProcess(ns), calls, Tolerance(), SECRET)
+        value.__init__ = honest_init
+        value.__add__ = lambda self, other: honest_add(self, other) if {self.data, other.data} <= seen else value(0.0)
+        verdict = judge_cell(InProcess(ns), calls, Tolerance(), SECRET)  # the resubmission: a table of them all
+    finally:
+        value.__init__, value.__add__ = honest_init, honest_add
+    assert [r.passed for r in verdict.results] == [True, False] and verdict.results[1].points == 0
+    assert verdict.flags == ["hard-coded answers? add_forward passes its hidden inputs but fails one of them moved by "
+                             "a random 0.05-0.2%"]
+
+
+def test_honest_hidden_runs_pass_their_random_nudge_every_time() -> None:
+    calls = (CheckCall(("add_forward", "mul_forward", "tanh_backward"), True),)
+    for _ in range(20):
+        verdict = judge_cell(InProcess(reference()), calls, Tolerance(), SECRET)
+        assert all(r.passed for r in verdict.results) and verdict.flags == []
+
+
+def test_a_worker_that_dies_while_probed_is_an_ordinary_stop_not_a_protocol_violation() -> None:
+    class Dying(InProcess):
+        def observe(self, check: str, case: dict[str, Any]) -> dict[str, Any]:
+            raise Stopped("the worker process was killed by SIGSEGV")
+
+    with pytest.raises(Stopped, match="SIGSEGV"):
+        judge_cell(Dying(reference()), (CheckCall(("add_forward",), False),), Tolerance(), SECRET)
 
 
 def test_an_observation_no_probe_makes_is_a_violation_not_a_failed_check() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import secrets
 from collections.abc import Sequence
 from typing import Any, Protocol
 
@@ -15,6 +16,16 @@ from .channel import Violation
 from .source import CheckCall
 
 NUDGE = 1.0 + 2.0**-10  # about 0.1%: a real function barely notices; a table of the visible answers does
+_RANDOM = secrets.SystemRandom()  # nudges no one can predict, not even from a course's own feedback
+
+
+def random_nudge() -> float:
+    """A factor 1 +- 0.05..0.2%, drawn afresh for every use: a table of inputs seen in feedback cannot cover it."""
+    return 1.0 + _RANDOM.choice((-1.0, 1.0)) * _RANDOM.uniform(2.0**-11, 2.0**-9)
+
+
+class Unanswered(Exception):
+    """The observer got no answer (the worker died or ran out of time): raised as is, never judged as a reply."""
 
 
 class Observer(Protocol):
@@ -38,14 +49,14 @@ class CellVerdict:
     flags: list[str]
 
 
-def nudge(case: Any) -> Any:
-    """The case with every non-integer float input scaled by NUDGE (integers, counts and names kept)."""
+def nudge(case: Any, factor: float = NUDGE) -> Any:
+    """The case with every non-integer float input scaled by `factor` (integers, counts and names kept)."""
     if isinstance(case, float) and not case.is_integer():
-        return case * NUDGE
+        return case * factor
     if isinstance(case, list):
-        return [nudge(x) for x in case]
+        return [nudge(x, factor) for x in case]
     if isinstance(case, dict):
-        return {k: nudge(v) for k, v in case.items()}
+        return {k: nudge(v, factor) for k, v in case.items()}
     return case
 
 
@@ -56,8 +67,8 @@ def judge_all(observer: Observer, checks: Sequence[Any], hidden: bool, tolerance
     names = ", ".join(c.name for c in checks)
     try:
         results = judge_checks(checks, hidden, tolerance, observer, secret, get=catalog.get)
-    except Violation:
-        raise
+    except (Violation, Unanswered):
+        raise  # a worker that died or went silent while probed is an ordinary stop, not a forged reply
     except Exception as exc:  # a judge fed numbers of a shape the probe never makes: only a forged reply has it
         raise Violation(f"sent observations for check {names} that its judge cannot read "
                         f"({type(exc).__name__}: {str(exc)[:100]})") from None
@@ -72,10 +83,19 @@ def judge_one(observer: Observer, check: Any, hidden: bool, tolerance: Tolerance
     return judge_all(observer, [check], hidden, tolerance, secret)[0]
 
 
-def tabulated(observer: Observer, check: Any, tolerance: Tolerance) -> bool:
-    """True when the check passes its visible inputs but fails the same inputs nudged by 0.1% (answers looked up)."""
-    cases = check.make_cases(False)
-    moved = nudge(cases)
+def tabulated(observer: Observer, check: Any, tolerance: Tolerance, hidden_secret: bytes | bool | None = False) -> bool:
+    """True when the check passes its inputs but fails them nudged: the answers are looked up, not computed.
+
+    Visible inputs are all nudged by 0.1%. With `hidden_secret` (the course secret, or None for the package's
+    hidden cases), one hidden case picked at random is nudged by a random amount: a table of every input the
+    grader ever used (hidden ones leak into a notebook's own feedback if it prints them) cannot hold it.
+    """
+    if hidden_secret is False:
+        cases = check.make_cases(False)
+        moved = nudge(cases)
+    else:
+        cases = [_RANDOM.choice(check.make_cases(True, hidden_secret))]
+        moved = nudge(cases, random_nudge())
     if moved == cases:
         return False  # nothing to nudge (no float inputs): no evidence either way
     variant = dataclasses.replace(check, cases=lambda rng, hide, moved=moved: moved)
@@ -85,9 +105,9 @@ def tabulated(observer: Observer, check: Any, tolerance: Tolerance) -> bool:
 def judge_cell(observer: Observer, calls: Sequence[CheckCall], tolerance: Tolerance, secret: bytes | None) -> CellVerdict:
     """Every `check(...)` call of a grade cell, as `run_checks` would run them in a kernel, judged here.
 
-    A visible check that passes is also tried on its inputs nudged by 0.1% when nothing else would catch a
-    table of answers: when the cell has no hidden run of it, or its hidden run fails. Failing the nudge is
-    flagged, and without a hidden run the visible check scores 0.
+    A visible check that passes is also tried on its inputs nudged by 0.1% when the cell has no hidden run of it
+    (it then scores 0 if that fails), or when its hidden run fails; a hidden run that passes is tried on one of
+    its cases moved by a random amount (it scores 0 if that fails). Failing a nudge is flagged.
     """
     hidden_names = {n for call in calls if call.hidden for n in call.names}
     visible_passed: set[str] = set()
@@ -112,6 +132,12 @@ def judge_cell(observer: Observer, calls: Sequence[CheckCall], tolerance: Tolera
                   and result.status != NOT_IMPLEMENTED and tabulated(observer, check, tolerance)):
                 flags.append(f"hard-coded answers? {name} passes its visible inputs but fails the same inputs "
                              "nudged by 0.1% (and its hidden inputs)")
+            elif call.hidden and result.passed and tabulated(observer, check, tolerance, secret):
+                flags.append(f"hard-coded answers? {name} passes its hidden inputs but fails one of them moved by "
+                             "a random 0.05-0.2%")
+                result = dataclasses.replace(result, passed=False, points=0.0, status=FAILED, message=(
+                    "passes its hidden inputs but not one of them moved by a fraction of a percent: the answers "
+                    "seem looked up, not computed"))
             judged.append(result)
         results += judged
         outputs += check_outputs(judged, call.hidden)

@@ -16,14 +16,14 @@ from nbgrader import utils as nbutils
 from ..settings import Limits, Tolerance
 from . import channel, sandbox
 from .channel import Violation
-from .judge import flag_output, judge_cell, stopped_output
+from .judge import Unanswered, flag_output, judge_cell, stopped_output
 from .sanitize import Sanitized, redact_hidden_tests
 from .source import NotebookSpec, SourceCell
 
 GRACE = 5.0  # seconds the grader waits beyond a worker's own time limit before it kills the worker
 
 
-class Stopped(Exception):
+class Stopped(Unanswered):
     """The worker stopped answering: died, timed out, or sent garbage; the message is the reason."""
 
 

@@ -145,7 +145,14 @@ def _json_copy(value: Any, room: int) -> Any:
         text = channel.encode(value)
     except (TypeError, ValueError, RecursionError):
         return _NOT_JSON
-    return None if len(text) > room else json.loads(text)
+    if len(text) > room:
+        return None
+    copy = json.loads(text)
+    try:  # the channel's own rule (nesting, integer size): what it would refuse is dropped here, never sent
+        channel.plain(copy, "an output", channel.MAX_DEPTH, None)
+    except channel.Violation:
+        return _NOT_JSON
+    return copy
 
 
 class _Stream:
@@ -371,7 +378,7 @@ class ProbeKit:
 
 
 GUARDED = ("builtins", "math", "json", "json.encoder", "numbers", "operator", "multiprocessing.connection")
-UNGUARDED_NAMES = {"_", "__", "___", "_dh", "_oh", "_ih", "__builtins__"}
+UNGUARDED_NAMES = {"_", "__", "___", "_dh", "_oh", "_ih", "__builtins__", "_PREPARED"}  # the last: emptied by child_main
 
 
 class Guard:
@@ -528,8 +535,12 @@ def child_main(conn: Connection, plan: dict[str, Any], workdir: str) -> None:
 
     from .audit import install_audit_hook
 
-    ready = _PREPARED or Prepared.make()
+    global _PREPARED
+    ready, _PREPARED = _PREPARED or Prepared.make(), None
+    # From here only this call's frame holds the kit and the guard: learner code would need frames or the
+    # collector to reach them (both audited), not a lookup in sys.modules (which raises no event)
     kit, outputs, shell, guard = ready.kit, ready.outputs, ready.shell, ready.guard
+    del ready
     assert guard is not None
     limits = Limits(**plan["limits"])
     outputs.limit = limits.output_bytes

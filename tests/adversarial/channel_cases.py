@@ -10,7 +10,7 @@ from __future__ import annotations
 import nbformat
 
 from . import corpus
-from .corpus import Case, append, cell, scores, solved
+from .corpus import ZERO, Case, append, cell, scores, solved
 
 FULL = scores(1, 1, 1, 2)
 
@@ -106,6 +106,60 @@ def __mul__(self, other):
 
 Value.__mul__ = __mul__'''
 
+GRADER_OBJECTS = '''import sys
+
+
+def grader_objects():
+    """Objects of the worker's own machinery, looked up through sys.modules (a lookup raises no audit event)."""
+    for module in list(sys.modules.values()):
+        for value in list(getattr(module, "__dict__", {}).values()):
+            try:
+                inner = [value, *(vars(value).values() if not isinstance(value, type) else ())]
+            except TypeError:
+                inner = [value]
+            for obj in inner:
+                try:
+                    # objects, not modules: replacing a module's function is what the tamper guard sees
+                    if not isinstance(obj, type(sys)) and (hasattr(obj, "observe") or hasattr(obj, "views")):
+                        yield obj
+                except Exception:
+                    pass
+'''
+
+KIT_SWAPPED = GRADER_OBJECTS + '''
+
+class Right(Value):
+    def __mul__(self, other):
+        return Right(self.data * other.data, (self, other), "*")
+
+
+def swapped(honest):
+    return lambda check, ns, *rest: honest(check, {**ns, "Value": Right}, *rest)
+
+
+for found in grader_objects():
+    try:  # the probe kit, made to observe a correct Value of the notebook's own instead of its Value
+        object.__setattr__(found, "observe", swapped(found.observe))
+    except Exception:
+        pass
+
+
+def __mul__(self, other):
+    return Value(0.0, (self, other), "*")
+
+
+Value.__mul__ = __mul__'''
+
+GUARD_BLINDED = GRADER_OBJECTS + '''
+import builtins
+
+for found in grader_objects():
+    if hasattr(found, "views"):
+        found.views.clear()  # the tamper guard's snapshot, emptied: nothing would look replaced
+        found.functions, found.function_parts = (), []
+builtins.abs = lambda x: 0.0'''
+
+
 # ---------------------------------------------------------------- class 2: predictable hidden inputs
 
 
@@ -166,6 +220,17 @@ for path in candidates:
         pass
 time.sleep(2)'''
 
+CRASHES_IN_PROBE = '''import sys
+
+sys.setrecursionlimit(1_000_000)  # an honest mistake: "it said recursion depth exceeded"
+
+
+def __mul__(self, other):
+    return self * other  # meant self.data * other.data: recurses through C until the process crashes
+
+
+Value.__mul__ = __mul__'''
+
 # ---------------------------------------------------------------- class 7: output caps
 
 HUGE_JSON = '''from IPython.display import display
@@ -205,6 +270,12 @@ CASES: dict[str, Case] = {
                                "json.encoder.JSONEncoder.encode"),
     "forge_patch_then_restore": Case(lambda: _set(solved(), "ex_02_mul", PATCH_THEN_RESTORE), scores(1, 1, 0, 2), "",
                                      "function.__code__"),
+    # the worker keeps its probe kit where no lookup reaches it: the swap finds nothing (mul scores what it is worth);
+    # the walk itself touched a library that loads C code on first use, which the audit hook reports
+    "forge_kit_swapped_in_place": Case(lambda: _set(solved(), "ex_02_mul", KIT_SWAPPED), scores(1, 1, 0, 2), "",
+                                       "introspection by learner code"),
+    "guard_blinded_then_builtins_patched": Case(lambda: append(solved(), "ex_02_value_class", GUARD_BLINDED), ZERO,
+                                                "tampered with the grader", "builtins.abs"),
     # class 2: hidden inputs come from the course's secret; tables are caught by the 0.1% nudge
     "table_of_hidden_inputs": Case(hidden_table, scores(1, 0, 0, 2), "", "hard-coded answers? add_forward"),
     "table_of_visible_repr": Case(repr_table, scores(0, 1, 1, 2), "", "hard-coded answers? value_repr"),
@@ -213,6 +284,8 @@ CASES: dict[str, Case] = {
                               "broke the grading protocol", "broke the grading protocol"),
     "sigstop_helpers": Case(lambda: append(solved(), "ex_02_value_class", SIGSTOP), FULL, "", "os.kill"),
     "lock_gradebook": Case(lambda: append(solved(), "ex_02_value_class", LOCK_GRADEBOOK), FULL, "", "sqlite3.connect"),
+    # an honest notebook whose process crashes while probed: an ordinary stop, never flagged
+    "crashes_while_probed": Case(lambda: _set(solved(), "ex_02_mul", CRASHES_IN_PROBE), scores(1, 1, 0, 0), "SIGSEGV"),
     # class 7: every output counted in JSON bytes, whatever its type; more is dropped (or refused if forced)
     "huge_display_json": Case(lambda: append(solved(), "ex_02_value_class", HUGE_JSON), FULL),
     "huge_png_and_html": Case(lambda: append(solved(), "ex_02_value_class", HUGE_PNG_HTML), FULL),
