@@ -11,6 +11,7 @@ keeps them in the gradebook (`nbgrader db assignment add workbook --duedate="202
 """
 
 import os
+import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -34,6 +35,14 @@ c.Exchange.root = str(COURSE / "exchange")
 c.Execute.timeout = 30  # seconds per cell
 c.Execute.interrupt_on_timeout = True
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE: replace the next line with your code\nraise NotImplementedError()"}
+
+# ---- nbgrader: feedback never shows hidden tests, even for a notebook plain nbgrader autograded (the formgrader's
+# Autograde button), which writes them into autograded/. Set where nbgrader's converters run (its commands and
+# the formgrader); `python -m autograder grade` loads no converter and writes no hidden test.
+if "nbgrader.converters" in sys.modules:
+    from autograder.grading.redact_feedback import feedback_preprocessors
+
+    c.GenerateFeedback.preprocessors = feedback_preprocessors()
 
 # ---- nbgrader: late submissions. Both graders apply this plugin to every notebook submitted after the due date
 # (plus the student's extension). 'none' (nbgrader's default) records no penalty; 'zero' takes the notebook's

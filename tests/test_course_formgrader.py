@@ -1,7 +1,8 @@
 """The formgrader on a course graded by this grader: its Flagged? column, and its ⚡ Autograde button made harmless.
 
-The button runs plain `nbgrader autograde`, which writes the hidden tests into the autograded notebook; the next
-`python -m autograder grade` must notice the rewritten file and regrade it, so feedback never shows them.
+The button runs plain `nbgrader autograde`, which writes the hidden tests into the autograded notebook: feedback
+made from it at once redacts them, and the next `python -m autograder grade` notices the rewritten file and
+regrades it.
 """
 
 from __future__ import annotations
@@ -73,6 +74,15 @@ def _feedback_after_regrading(c: cf.Course, student: str) -> str:
 @pytest.mark.slow
 def test_flagged_notebook_ticks_the_gradebook_field_the_formgrader_shows(course):
     assert _flagged(course) == {"ada": False, "eve": True}
+
+
+@pytest.mark.slow
+def test_feedback_made_right_after_plain_autograde_shows_no_hidden_tests(course):
+    course.nbgrader("autograde", cf.ASSIGNMENT, "--force", "--student=ada")
+    assert any(h in _autograded(course, "ada") for h in HIDDEN)  # plain nbgrader wrote them, and no regrade yet
+    course.nbgrader("generate_feedback", cf.ASSIGNMENT, "--force", "--student=ada")
+    html = (course.root / "feedback" / "ada" / cf.ASSIGNMENT / f"{NOTEBOOK}.html").read_text()
+    assert "hidden tests: run by the grader, source not shown" in html and not [h for h in HIDDEN if h in html]
 
 
 @pytest.mark.slow
