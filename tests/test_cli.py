@@ -148,3 +148,11 @@ def test_notebook_path_imports_only_definition_cells(tmp_path):
     assert p.returncode == 0, p.stdout
     doc = json.loads(p.stdout)
     assert doc["score"] == doc["max_score"] >= 24
+
+
+def test_a_gradebook_error_never_shows_the_database_password() -> None:
+    from autograder.grading.source import GradingError, load_assignment
+
+    with pytest.raises(GradingError) as caught:
+        load_assignment("postgresql+psycopg://grader:S3cretPW@127.0.0.1:1/course", "workbook")
+    assert "S3cretPW" not in str(caught.value) and "grader:***@127.0.0.1:1" in str(caught.value)

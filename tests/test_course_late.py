@@ -129,3 +129,20 @@ def test_extension_for_an_assignment_not_in_the_gradebook_is_one_line_and_exit_2
     assert r.returncode == 2
     assert r.stderr.strip().splitlines() == ["autograder: error: assignment 'nope' is not in the gradebook: "
                                              "run `nbgrader generate_assignment nope` first"]
+
+
+def test_extension_for_a_student_neither_on_the_roster_nor_submitted_is_one_line_and_exit_2(tmp_path):
+    (tmp_path / "nbgrader_config.py").write_text(f"c = get_config()\nc.CourseDirectory.root = {str(tmp_path)!r}\n")
+    with Gradebook(f"sqlite:///{tmp_path}/gradebook.db") as gb:
+        gb.update_or_create_assignment("workbook")
+        gb.update_or_create_student("alice")
+    (tmp_path / "submitted" / "bob" / "workbook").mkdir(parents=True)  # collected, not on the roster: fine
+    run = [sys.executable, "-m", "autograder", "extension", "workbook"]
+    mistyped = subprocess.run([*run, "alcie", "--days", "1"], cwd=tmp_path, env=gc.env(), text=True, capture_output=True)
+    assert mistyped.returncode == 2 and len(mistyped.stderr.strip().splitlines()) == 1
+    assert "student 'alcie' is not in the gradebook and has no submission" in mistyped.stderr
+    for student in ("alice", "bob"):
+        ok = subprocess.run([*run, student, "--days", "1"], cwd=tmp_path, env=gc.env(), text=True, capture_output=True)
+        assert ok.returncode == 0, ok.stderr
+    with Gradebook(f"sqlite:///{tmp_path}/gradebook.db") as gb:
+        assert sorted(s.id for s in gb.students) == ["alice", "bob"]

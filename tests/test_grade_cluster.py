@@ -352,6 +352,15 @@ def test_a_cluster_class_that_cannot_be_loaded_is_a_one_line_grading_error():
         connect("no_such_module:SLURMCluster", 4)
 
 
+def test_a_missing_scheduler_file_is_named_as_such(tmp_path):
+    pytest.importorskip("distributed")
+    from autograder.grading.cluster import connect
+    from autograder.grading.source import GradingError
+
+    with pytest.raises(GradingError, match=r"^--cluster .*scheduler\.json: no such scheduler file"):
+        connect(str(tmp_path / "scheduler.json"), 0)
+
+
 def test_a_job_carries_the_notebook_as_bytes_and_unreadable_bytes_come_back_as_the_reason():
     from autograder.grading.cluster import Job, grade_job
     from autograder.grading.source import NotebookSpec

@@ -107,3 +107,12 @@ def test_staged_code_of_a_killed_grader_is_removed_and_a_running_graders_is_kept
         (path / "autograder").mkdir(parents=True)
     assert remove_abandoned_stagings(tmp_path) == [killed]
     assert not killed.exists() and running.exists() and unnamed.exists()
+
+
+def test_a_sandbox_that_cannot_start_its_python_is_not_blamed_on_user_namespaces() -> None:
+    from autograder.grading.sandbox import start_failure
+
+    missing = start_failure("bwrap: execvp /runtime/venv/bin/python: No such file or directory")
+    assert "could not be started inside it" in missing and "user namespaces" not in missing
+    denied = start_failure("bwrap: setting up uid map: Permission denied")
+    assert "unprivileged user namespaces" in denied and "--unsafe-no-sandbox" in denied

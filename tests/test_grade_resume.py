@@ -95,11 +95,14 @@ def test_second_grader_on_the_same_course_refuses_with_one_line(course):
 
 
 def test_cli_errors_are_one_line_without_traceback(course):
-    for args in (["nope"], [gc.ASSIGNMENT, "--jobs", "-1"]):
+    for args in (["nope"], [gc.ASSIGNMENT, "--jobs", "-1"], [gc.ASSIGNMENT, "--student", "correct_a", "--student", "nobdoy"]):
         result = subprocess.run([sys.executable, "-m", "autograder", "grade", *args, "--course", str(course),
                                  "--config", str(course / "nbgrader_config.py")], env=gc.env(), text=True, capture_output=True)
         assert result.returncode == 2
         assert result.stderr.startswith("autograder: error:") and result.stderr.strip().count("\n") == 0
+    assert f"no submission of '{gc.ASSIGNMENT}' for nobdoy" in result.stderr
+    with sqlite3.connect(course / "gradebook.db") as db:  # a mistyped id never becomes a student with zeros
+        assert db.execute("select count(*) from student where id = 'nobdoy'").fetchone() == (0,)
 
 
 @pytest.mark.slow

@@ -92,12 +92,17 @@ class Course:
         return Path(self.coursedir.format_path(self.coursedir.release_directory, ".", assignment))
 
     def students(self, assignment: str, chosen: list[str] | None) -> list[str]:
-        """Students with a submission folder for the assignment (or the chosen ones, even without one)."""
+        """Students with a submission folder for the assignment (or the chosen ones, each of which must have one:
+        a mistyped id would otherwise become a student of the gradebook, with zeros)."""
         base = Path(self.coursedir.root) / self.coursedir.submitted_directory
         found = sorted(p.name for p in base.glob("*") if (p / assignment).is_dir()) if base.is_dir() else []
         if not chosen:
             return found
-        return [s for s in dict.fromkeys(chosen)]
+        unknown = [s for s in dict.fromkeys(chosen) if s not in found]
+        if unknown:
+            raise GradingError(f"no submission of {assignment!r} for {', '.join(unknown)} (looked for "
+                               f"{base / unknown[0] / assignment}); check the id, or collect the submission first")
+        return list(dict.fromkeys(chosen))
 
 
 def fingerprint(path: Path, spec: AssignmentSpec, settings: str) -> str:

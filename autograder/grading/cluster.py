@@ -147,6 +147,9 @@ def connect(target: str, jobs: int) -> tuple[Client, Any]:
             return Client(cluster), cluster
         if os.path.isfile(target):
             return Client(scheduler_file=target), None
+        if "://" not in target and (target.endswith((".json", ".yaml", ".yml")) or os.sep in target):
+            raise GradingError(f"--cluster {target}: no such scheduler file (and not an address such as "
+                               "tcp://host:8786, nor module:ClusterClass)")
         return Client(target), None
     except GradingError:
         raise

@@ -93,7 +93,13 @@ def grant_extension(coursedir: CourseDirectory, assignment: str, student: str, e
         except MissingEntry:
             raise LookupError(f"assignment {assignment!r} is not in the gradebook: "
                               f"run `nbgrader generate_assignment {assignment}` first") from None
-        gb.update_or_create_student(student)
+        try:
+            gb.find_student(student)
+        except MissingEntry:  # a mistyped id would become a student of the gradebook
+            if not (Path(coursedir.root) / coursedir.submitted_directory / student).is_dir():
+                raise LookupError(f"student {student!r} is not in the gradebook and has no submission: check the id, "
+                                  "or add the roster first (nbgrader db student import roster.csv)") from None
+            gb.update_or_create_student(student)
         try:
             gb.find_submission(assignment, student)
         except MissingEntry:

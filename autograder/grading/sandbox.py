@@ -214,6 +214,17 @@ def remove_abandoned_stagings(root: Path | None = None) -> list[Path]:
     return removed
 
 
+def start_failure(detail: str) -> str:
+    """One line on why the sandbox did not start, with the remedy that fits what bubblewrap said."""
+    if "execvp" in detail or "No such file" in detail:  # the runtime itself is not where the sandbox mounts it
+        how = ("the Python runtime could not be started inside it: is the virtual environment a symlink, or on a path "
+               "bubblewrap cannot mount? Use a venv at its real path")
+    else:
+        how = ("bubblewrap needs unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1, and on "
+               "Ubuntu kernel.apparmor_restrict_unprivileged_userns=0)")
+    return f"the grading sandbox cannot start here ({detail[:200]}): {how}; or grade anyway: --unsafe-no-sandbox"
+
+
 class Sandbox:
     """One bubblewrap sandbox running the fork server; `launch` starts a notebook's worker in it."""
 
@@ -259,9 +270,7 @@ class Sandbox:
             said = self.errors.read().decode(errors="replace").strip().splitlines()
             detail = self.ready.get("error") or (said[-1] if said else self.dead or "no answer within the time limit")
             self.close()
-            raise Unavailable(f"the grading sandbox cannot start here ({detail[:200]}): bubblewrap needs unprivileged "
-                              "user namespaces (sysctl kernel.unprivileged_userns_clone=1, and on Ubuntu "
-                              "kernel.apparmor_restrict_unprivileged_userns=0); or grade anyway: --unsafe-no-sandbox")
+            raise Unavailable(start_failure(detail))
         self.started = time.perf_counter() - self.t0
         return self
 
