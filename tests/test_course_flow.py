@@ -1,7 +1,8 @@
 """The whole course on one machine, as the README's instructor guide runs it, against plain nbgrader row by row.
 
 release -> learners fetch and submit (on time, late, late with an extension, one never submits) -> collect ->
-`python -m autograder grade` (and, on a copy, plain `nbgrader autograde`) -> feedback -> learners fetch it -> export.
+`python -m autograder grade` (and, on a copy, plain `nbgrader autograde`) -> the formgrader's Autograde button for
+one learner -> feedback -> learners fetch it -> export.
 """
 
 from __future__ import annotations
@@ -58,6 +59,10 @@ def course(tmp_path_factory):
     c.nbgrader("autograde", cf.ASSIGNMENT, course=plain)
     # 4. grade, 5. feedback, learners fetch it, 6. export
     graded = c.grade("--csv")
+    # the formgrader's ⚡ Autograde button pressed for alice (NbGraderAPI.autograde runs just this), feedback made
+    # right after: plain nbgrader wrote the hidden tests into her autograded notebooks, and feedback must not show them
+    c.nbgrader("autograde", cf.ASSIGNMENT, "--force", "--student=alice")
+    assert any(h in p.read_text() for p in (c.root / "autograded" / "alice").rglob("*.ipynb") for h in HIDDEN)
     c.nbgrader("generate_feedback", cf.ASSIGNMENT)
     c.nbgrader("release_feedback", cf.ASSIGNMENT)
     for student in ["alice", "bob", "carol"]:
