@@ -352,6 +352,21 @@ def test_a_cluster_class_that_cannot_be_loaded_is_a_one_line_grading_error():
         connect("no_such_module:SLURMCluster", 4)
 
 
+@pytest.mark.slow
+def test_a_cluster_class_is_started_scaled_to_jobs_and_handed_back_for_closing():
+    pytest.importorskip("distributed")
+    from autograder.grading.cluster import connect
+
+    client, cluster = connect("distributed:LocalCluster", 1)  # as dask_jobqueue:SLURMCluster would be, from Dask's config
+    try:
+        client.wait_for_workers(1, timeout=60)
+        assert cluster is not None and len(cluster.worker_spec) == 1
+        assert client.scheduler.address == cluster.scheduler_address
+    finally:
+        client.close()
+        cluster.close()
+
+
 def test_a_missing_scheduler_file_is_named_as_such(tmp_path):
     pytest.importorskip("distributed")
     from autograder.grading.cluster import connect
