@@ -14,7 +14,7 @@ from autograder import checks as catalog
 from autograder import probes
 from autograder.grading import batch, store
 from autograder.grading.channel import Violation
-from autograder.grading.judge import judge_cell
+from autograder.grading.judge import NUDGE, judge_cell
 from autograder.grading.runner import Graded, Stopped
 from autograder.grading.source import CheckCall
 from autograder.loader import load
@@ -59,8 +59,22 @@ def test_a_table_of_the_visible_inputs_alone_is_flagged_and_scores_zero() -> Non
     finally:
         ns["Value"].__repr__ = honest_repr
     assert not verdict.results[0].passed and verdict.results[0].points == 0
-    assert verdict.flags == ["hard-coded answers? value_repr passes its visible inputs but fails the same inputs nudged by 0.1%"]
+    assert verdict.flags == ["hard-coded answers? value_repr passes its visible inputs but fails the same inputs moved by "
+                             "a random 0.05-0.2%"]
     assert verdict.outputs[-1]["ename"] == "CheckFailed"
+
+
+def test_a_table_of_the_visible_inputs_and_any_fixed_nudge_of_them_is_flagged() -> None:
+    ns = reference()
+    visible = [case["x"] for case in catalog.get("value_repr").make_cases(False)]
+    known = {x * factor for x in visible for factor in (1.0, NUDGE, 1 / NUDGE, 1.001, 0.999, 1.002, 0.998)}
+    honest_repr = ns["Value"].__repr__
+    ns["Value"].__repr__ = lambda self: honest_repr(self) if self.data in known else "Value(?)"
+    try:
+        verdicts = [judge_cell(InProcess(ns), (CheckCall(("value_repr",), False),), Tolerance(), SECRET) for _ in range(5)]
+    finally:
+        ns["Value"].__repr__ = honest_repr
+    assert all(not v.results[0].passed and v.flags for v in verdicts)
 
 
 def test_an_honest_visible_only_check_is_nudged_and_still_passes() -> None:

@@ -86,13 +86,13 @@ def judge_one(observer: Observer, check: Any, hidden: bool, tolerance: Tolerance
 def tabulated(observer: Observer, check: Any, tolerance: Tolerance, hidden_secret: bytes | bool | None = False) -> bool:
     """True when the check passes its inputs but fails them nudged: the answers are looked up, not computed.
 
-    Visible inputs are all nudged by 0.1%. With `hidden_secret` (the course secret, or None for the package's
+    Visible inputs are all moved by one random 0.05-0.2%. With `hidden_secret` (the course secret, or None for the package's
     hidden cases), one hidden case picked at random is nudged by a random amount: a table of every input the
     grader ever used (hidden ones leak into a notebook's own feedback if it prints them) cannot hold it.
     """
     if hidden_secret is False:
         cases = check.make_cases(False)
-        moved = nudge(cases)
+        moved = nudge(cases, random_nudge())  # random too: the visible inputs and any fixed nudge of them are public
     else:
         cases = [_RANDOM.choice(check.make_cases(True, hidden_secret))]
         moved = nudge(cases, random_nudge())
@@ -105,7 +105,7 @@ def tabulated(observer: Observer, check: Any, tolerance: Tolerance, hidden_secre
 def judge_cell(observer: Observer, calls: Sequence[CheckCall], tolerance: Tolerance, secret: bytes | None) -> CellVerdict:
     """Every `check(...)` call of a grade cell, as `run_checks` would run them in a kernel, judged here.
 
-    A visible check that passes is also tried on its inputs nudged by 0.1% when the cell has no hidden run of it
+    A visible check that passes is also tried on its inputs moved by a random 0.05-0.2% when the cell has no hidden run of it
     (it then scores 0 if that fails), or when its hidden run fails; a hidden run that passes is tried on one of
     its cases moved by a random amount (it scores 0 if that fails). Failing a nudge is flagged.
     """
@@ -122,16 +122,16 @@ def judge_cell(observer: Observer, calls: Sequence[CheckCall], tolerance: Tolera
             if not call.hidden and result.passed:
                 if name not in hidden_names and tabulated(observer, check, tolerance):
                     flags.append(f"hard-coded answers? {name} passes its visible inputs but fails the same inputs "
-                                 "nudged by 0.1%")
+                                 "moved by a random 0.05-0.2%")
                     result = dataclasses.replace(result, passed=False, points=0.0, status=FAILED, message=(
-                        "passes its own inputs but not the same inputs moved by 0.1%: the answers seem looked up, "
-                        "not computed"))
+                        "passes its own inputs but not the same inputs moved by a fraction of a percent: the answers "
+                        "seem looked up, not computed"))
                 else:
                     visible_passed.add(name)
             elif (call.hidden and not result.passed and name in visible_passed
                   and result.status != NOT_IMPLEMENTED and tabulated(observer, check, tolerance)):
                 flags.append(f"hard-coded answers? {name} passes its visible inputs but fails the same inputs "
-                             "nudged by 0.1% (and its hidden inputs)")
+                             "moved by a random 0.05-0.2% (and its hidden inputs)")
             elif call.hidden and result.passed and tabulated(observer, check, tolerance, secret):
                 flags.append(f"hard-coded answers? {name} passes its hidden inputs but fails one of them moved by "
                              "a random 0.05-0.2%")
