@@ -11,6 +11,7 @@ import ast
 import contextlib
 import io
 import os
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -249,7 +250,7 @@ def run(nb: nbformat.NotebookNode) -> Run:
 def _run(nb: nbformat.NotebookNode) -> Run:
     from autograder import checks
 
-    os.environ.setdefault("MPLBACKEND", "Agg")
+    os.environ.setdefault("MPLBACKEND", "Agg")  # pictures are drawn off screen (under autograde, plot_* draws none)
     out = Run()
     ns: dict[str, Any] = {"__name__": "__main__"}
     for i, cell in enumerate(nb.cells):
@@ -269,8 +270,6 @@ def _run(nb: nbformat.NotebookNode) -> Run:
             out.seconds[meta["grade_id"]] = (spent[0], spent[0] + spent[1])
             continue
         buf = io.StringIO()
-        if not meta and ("plot_" in src or "draw_graph(" in src or "plt." in src):
-            continue  # pictures: never graded, and slow to draw
         # the summary is what a learner reads in their own kernel; under nbgrader it only says it is skipped
         mode = None if "summary(" in src else "autograde"
         try:
@@ -278,6 +277,14 @@ def _run(nb: nbformat.NotebookNode) -> Run:
                 exec(compile(src, f"<cell {i}>", "exec"), ns)
         except BaseException as exc:  # a buggy engine may break a demo cell; the learner would run on
             out.errors[grade_id(cell) or f"cell {i}"] = f"{type(exc).__name__}: {exc}"
+        finally:
+            _close_figures()
         if "summary(" in src:
             out.summary += buf.getvalue()
     return out
+
+
+def _close_figures() -> None:
+    """Forget the figures a cell drew (a kernel shows and drops them; here they would pile up across runs)."""
+    if "matplotlib.pyplot" in sys.modules:
+        sys.modules["matplotlib.pyplot"].close("all")
