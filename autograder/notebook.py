@@ -13,7 +13,7 @@ import os
 import sys
 import textwrap
 import traceback
-from collections.abc import Mapping
+from collections.abc import Mapping, MutableMapping
 from html import escape
 from typing import Any
 
@@ -60,9 +60,35 @@ def check(*names: str, hidden: bool = False, ns: Mapping[str, Any] | None = None
     if ns is None:
         ns = sys._getframe(1).f_globals
     results = run_checks([checks.get(n) for n in names], ns, hidden=hidden)
+    if not hidden:
+        record(ns, results)
     show(verdict_text(results, hidden), verdict_html(results, hidden))
     if not all(r.passed for r in results) and not learners_kernel():
         raise CheckFailed(results)
+
+
+# Where a namespace keeps what each check gave when its check cell last ran (the summary reads it).
+RECORD = "__autograder_checked__"
+
+
+def record(ns: Mapping[str, Any], results: list[CheckResult]) -> None:
+    """Remember, in the namespace, whether each check passed where its check cell stands (the summary reads it).
+
+    nbgrader runs a notebook top to bottom and scores each grade cell there, so what a check gave at its own
+    position, not what it gives at the end, is what nbgrader will score.
+    """
+    if not isinstance(ns, MutableMapping):
+        return
+    book = ns.get(RECORD)
+    if not isinstance(book, dict):
+        book = ns[RECORD] = {}
+    book.update((r.name, r.passed) for r in results)
+
+
+def recorded(ns: Mapping[str, Any]) -> dict[str, bool]:
+    """{check name: passed} for every check whose check cell ran in this namespace (its latest run)."""
+    book = ns.get(RECORD)
+    return {k: v for k, v in book.items() if isinstance(k, str) and isinstance(v, bool)} if isinstance(book, dict) else {}
 
 
 def show(text: str, html: str) -> None:

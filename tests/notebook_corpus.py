@@ -255,6 +255,7 @@ def run(nb: nbformat.NotebookNode) -> Run:
 
 def _run(nb: nbformat.NotebookNode) -> Run:
     from autograder import checks
+    from autograder.notebook import record
 
     os.environ.setdefault("MPLBACKEND", "Agg")  # pictures are drawn off screen (under autograde, plot_* draws none)
     out = Run()
@@ -272,6 +273,7 @@ def _run(nb: nbformat.NotebookNode) -> Run:
                 results = checks.run_checks([checks.get(n) for n in names], ns, hidden=is_hidden)
                 spent[is_hidden] += time.perf_counter() - start
                 (hidden if is_hidden else visible).extend(results)
+            record(ns, visible)  # as `check` does in a kernel: the summary scores what each check gave here
             out.grades.append((meta["grade_id"], visible, hidden))
             out.seconds[meta["grade_id"]] = (spent[0], spent[0] + spent[1])
             continue

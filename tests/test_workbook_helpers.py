@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -56,8 +57,15 @@ def test_progress_outside_jupyter_writes_to_stdout_not_stderr(capsys):
     assert err == "" and "3/3" in out
 
 
+def checked(ns: dict, *names: str) -> dict:
+    """The namespace after a learner's kernel ran the check cells of `names` (each result recorded where it ran)."""
+    notebook.record(ns, catalog.run_checks([catalog.get(n) for n in names], ns))
+    return ns
+
+
 def test_summary_scores_whole_grade_cells_as_nbgrader_does_and_never_raises(ref, capsys):
-    summary((1, "add_forward"), (2, "mul_forward", "numerical_derivative"), ns=vars(ref))
+    ns = checked(dict(vars(ref)), "add_forward", "mul_forward", "numerical_derivative")
+    summary((1, "add_forward"), (2, "mul_forward", "numerical_derivative"), ns=ns)
     out = capsys.readouterr().out
     assert "✓ add_forward" in out and "✗ numerical_derivative" in out
     assert "1 of 3 points; 2 of 3 checks pass." in out  # one failing check costs its cell's 2 points
@@ -73,10 +81,42 @@ def test_summary_lists_failing_checks_apart_from_unfinished_ones(ref, capsys):
         def __add__(self, other):
             raise NotImplementedError()
 
-    summary((1, "mul_forward"), (1, "add_forward"), ns={"Value": Value})
+    summary((1, "mul_forward"), (1, "add_forward"), ns=checked({"Value": Value}, "mul_forward", "add_forward"))
     out = capsys.readouterr().out
     assert "0 of 2 points; 0 of 2 checks pass." in out
     assert "Not done yet: add_forward." in out and "Failing: mul_forward." in out
+
+
+def test_summary_scores_a_check_where_its_cell_stands_not_where_it_passes_at_the_end(ref, monkeypatch, capsys):
+    """nbgrader runs top to bottom: a check that failed at its cell (an operator defined only later) scores 0."""
+    monkeypatch.setattr(notebook, "in_kernel", lambda: True)  # a learner's kernel: check shows and returns
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+
+    class Value(ref.Value):
+        __rmul__ = None  # not written yet: a later exercise
+
+        def __neg__(self):
+            return -1 * self  # a correct answer, once __rmul__ exists
+
+        def __sub__(self, other):
+            return self + (-other)
+
+    ns = {"Value": Value}
+    check("add_forward", ns=ns)
+    check("neg_sub_backward", ns=ns)  # its check cell: fails here, as nbgrader will score it
+    Value.__rmul__ = lambda self, other: self * other  # the later exercise
+    summary((1, "add_forward"), (1, "neg_sub_backward"), (1, "mul_forward"), ns=ns)
+    out = capsys.readouterr().out.split("Points as nbgrader")[-1]
+    assert "1 of 3 points; 1 of 3 checks pass." in out and "done" not in out.replace("Not done", "")
+    assert re.search(r"0 of 1 point +✓ neg_sub_backward: .*\(passes now, but failed when its check cell ran\)", out)
+    assert "(passes now, but failed when its check cell ran)" in out
+    assert "(passes now, but its check cell has not run)" in out  # mul_forward: no check cell ran it
+    assert "Passing only now: neg_sub_backward, mul_forward." in out and "Restart & Run All" in out
+    check("neg_sub_backward", ns=ns)  # re-run where it stands, now with __rmul__: it counts
+    check("mul_forward", ns=ns)
+    summary((1, "add_forward"), (1, "neg_sub_backward"), (1, "mul_forward"), ns=ns)
+    out = capsys.readouterr().out.split("Points as nbgrader")[-1]
+    assert "3 of 3 points; 3 of 3 checks pass: this notebook is done" in out and "Passing only now" not in out
 
 
 def test_check_outside_a_kernel_raises_with_the_one_line_diagnosis(ref, monkeypatch, capsys):
