@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import sys
 import textwrap
 import traceback
@@ -19,6 +20,7 @@ from typing import Any
 
 from . import checks
 from .checks import CheckResult, run_checks
+from .checks.messages import METHOD_OF, method_prefix
 from .report import FAIL, PASS, result_lines
 
 
@@ -33,7 +35,7 @@ class CheckFailed(AssertionError):
         # IPython calls this instead of formatting a traceback; nbgrader's Validate dialog shows these lines.
         failed = [r for r in self.results if not r.passed]
         return [f"CheckFailed: {len(failed)} of {len(self.results)} checks failed",
-                *(f"{FAIL} {one_line(r)}" for r in failed)]
+                *(line for r in failed for line in validate_lines(f"{FAIL} {one_line(r)}"))]
 
 
 def grading() -> bool:
@@ -103,11 +105,33 @@ def show(text: str, html: str) -> None:
     print(text)
 
 
+# nbgrader's `validate` prints each line of an error indented by Validator.indent (4 spaces) and cuts it at
+# Validator.width - 3 (87) characters, adding "...": lines of at most 83 characters are shown whole.
+VALIDATE_COLUMNS = 83
+_HEAD = re.compile(r"([A-Za-z_][\w.]*): ")  # "Value.__mul__: ..." or "a.grad: ...": what the numbers are about
+
+
 def one_line(result: CheckResult) -> str:
-    """The check's name, the first line of its diagnosis, and its hint if it has one."""
+    """The check's name, then the method and the misconception's sentence, then the numbers that showed it.
+
+    Without a hint: the name and the first line of the diagnosis.
+    """
     first, *rest = result.message.splitlines() or [""]
-    hint = next((ln.strip() for ln in rest if ln.strip().startswith("hint:")), "")
-    return f"{result.name}: {first}" + (f" ({hint})" if hint else "")
+    hint = next((ln.strip()[len("hint:"):].strip() for ln in rest if ln.strip().startswith("hint:")), "")
+    if not hint:
+        return f"{result.name}: {first}"
+    head = _HEAD.match(first)
+    method = head.group(1) if head else result.culprit or method_prefix(result.misconception).removesuffix(": ")
+    if method == METHOD_OF["common"]:
+        method = ""
+    numbers = first.removeprefix(f"{method}: ") if method else first
+    lead = f"{method}: " if method and method != result.name else ""
+    return f"{result.name}: {lead}{hint.rstrip('.')}. Seen: {numbers}"
+
+
+def validate_lines(text: str) -> list[str]:
+    """`text` wrapped so that nbgrader's `validate` shows every word (continuation lines indented)."""
+    return textwrap.wrap(text, VALIDATE_COLUMNS, subsequent_indent="    ", break_on_hyphens=False) or [""]
 
 
 def verdict_text(results: list[CheckResult], hidden: bool) -> str:

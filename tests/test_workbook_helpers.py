@@ -12,6 +12,7 @@ import pytest
 from autograder import checks as catalog
 from autograder import notebook
 from autograder.checks import run_check
+from autograder.checks.messages import hint
 from autograder.notebook import CheckFailed, check
 from autograder.workbook import demo_size, make_moons, progress, summary
 
@@ -128,6 +129,23 @@ def test_check_outside_a_kernel_raises_with_the_one_line_diagnosis(ref, monkeypa
     assert "✗ numerical_derivative" in capsys.readouterr().out
     lines = info.value._render_traceback_()  # what nbgrader's Validate dialog shows
     assert lines[0] == "CheckFailed: 1 of 1 checks failed" and lines[1].startswith("✗ numerical_derivative: not implemented")
+
+
+def test_validate_shows_the_method_and_the_misconception_first_and_every_word_fits_its_width(ref, monkeypatch):
+    from nbgrader.validator import Validator
+
+    monkeypatch.setenv("NBGRADER_EXECUTION", "validate")
+    with pytest.raises(CheckFailed) as info:
+        check("mul_local_backward", ns=local_engine(ref, swapped=True))
+    sentence = hint("mul.unswapped", "a")
+    assert str(info.value).startswith(f"mul_local_backward: Value.__mul__: {sentence.rstrip('.')}. Seen: out = a * b")
+    assert "\n" not in str(info.value)
+    lines = info.value._render_traceback_()  # what `nbgrader validate` prints and its Lab dialog shows
+    validator = Validator()
+    shown = [validator._indent(line) for line in lines]  # nbgrader's own indenting and cutting of each line
+    assert not any(line.endswith("...") for line in shown), shown
+    assert lines[1].startswith("✗ mul_local_backward: Value.__mul__: ")
+    assert " ".join(" ".join(lines[1:]).split()) == f"✗ {info.value!s}"  # wrapped, not cut
 
 
 def test_check_in_a_learners_kernel_shows_the_diagnosis_and_returns(ref, monkeypatch):
