@@ -305,3 +305,30 @@ def test_plots_work_headless_and_return_figures_outside_jupyter(capsys):
     fig = plot_decision_boundary(lambda p: Out(p[1] - 0.2), xs, ys, resolution=6)
     assert fig.axes[0].collections  # the shaded regions and the scattered examples
     assert capsys.readouterr().err == ""
+
+
+def manual_graph(ref) -> dict:
+    """Notebook 2's given cell: L = (a*b + c) * f, every grad as Value(...) left it."""
+    V = ref.Value
+    a, b, c, f = V(2.0), V(-3.0), V(10.0), V(-2.0)
+    e = V(a.data * b.data, (a, b), "*")
+    d = V(e.data + c.data, (e, c), "+")
+    return {"Value": V, "a": a, "b": b, "c": c, "e": e, "d": d, "f": f, "L": V(d.data * f.data, (d, f), "*")}
+
+
+def test_untouched_hand_filled_grads_are_not_done_yet_and_a_forgotten_root_is_a_mistake(ref):
+    untouched = outcome("manual_backprop", manual_graph(ref))
+    assert untouched.status == catalog.NOT_IMPLEMENTED and untouched.message.startswith("not done yet")
+    ns = manual_graph(ref)  # the chain rule written out, but without L.grad = 1
+    a, b, c, e, d, f, L = (ns[n] for n in ("a", "b", "c", "e", "d", "f", "L"))
+    f.grad = d.data * L.grad
+    d.grad = f.data * L.grad
+    e.grad = c.grad = d.grad
+    a.grad, b.grad = b.data * e.grad, a.data * e.grad
+    forgot = outcome("manual_backprop", ns)
+    assert forgot.status == catalog.FAILED and forgot.misconception == "manual.root_is_one"
+    L.grad = 1.0
+    f.grad, d.grad = d.data * L.grad, f.data * L.grad
+    e.grad = c.grad = d.grad
+    a.grad, b.grad = b.data * e.grad, a.data * e.grad
+    assert outcome("manual_backprop", ns).passed
