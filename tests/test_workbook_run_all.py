@@ -137,6 +137,9 @@ def test_run_all_of_an_untouched_notebook_reaches_a_summary_of_zero_points(name:
     left = [n for names in listed(out).values() for n in names]
     checks = re.findall(r"[✓✗] (\w+)", out)
     assert sorted(left) == sorted(checks) and "✓" not in out, out  # every check is listed as left to do
+    assert "Failing" not in listed(out), out  # as not done yet: an untouched exercise is no mistake
+    notices = [text(c) for c in nb.cells if c.cell_type == "code" and "⋯ not done yet" in text(c)]
+    assert all(t.count("\n") == 1 for t in notices), notices  # a demo needing an exercise says so in one line only
     for cell in nb.cells:
         assert "Traceback" not in text(cell) and "NotImplementedError()" not in text(cell).replace(
             "replace the `raise NotImplementedError()` line", "")
