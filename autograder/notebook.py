@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import sys
 import textwrap
 import traceback
-from collections.abc import Mapping
+from collections.abc import Mapping, MutableMapping
 from html import escape
 from typing import Any
 
 from . import checks
 from .checks import CheckResult, run_checks
+from .checks.messages import METHOD_OF, method_prefix
 from .report import FAIL, PASS, result_lines
 
 
@@ -33,7 +35,7 @@ class CheckFailed(AssertionError):
         # IPython calls this instead of formatting a traceback; nbgrader's Validate dialog shows these lines.
         failed = [r for r in self.results if not r.passed]
         return [f"CheckFailed: {len(failed)} of {len(self.results)} checks failed",
-                *(f"{FAIL} {one_line(r)}" for r in failed)]
+                *(line for r in failed for line in validate_lines(f"{FAIL} {one_line(r)}"))]
 
 
 def grading() -> bool:
@@ -60,9 +62,35 @@ def check(*names: str, hidden: bool = False, ns: Mapping[str, Any] | None = None
     if ns is None:
         ns = sys._getframe(1).f_globals
     results = run_checks([checks.get(n) for n in names], ns, hidden=hidden)
+    if not hidden:
+        record(ns, results)
     show(verdict_text(results, hidden), verdict_html(results, hidden))
     if not all(r.passed for r in results) and not learners_kernel():
         raise CheckFailed(results)
+
+
+# Where a namespace keeps what each check gave when its check cell last ran (the summary reads it).
+RECORD = "__autograder_checked__"
+
+
+def record(ns: Mapping[str, Any], results: list[CheckResult]) -> None:
+    """Remember, in the namespace, whether each check passed where its check cell stands (the summary reads it).
+
+    nbgrader runs a notebook top to bottom and scores each grade cell there, so what a check gave at its own
+    position, not what it gives at the end, is what nbgrader will score.
+    """
+    if not isinstance(ns, MutableMapping):
+        return
+    book = ns.get(RECORD)
+    if not isinstance(book, dict):
+        book = ns[RECORD] = {}
+    book.update((r.name, r.passed) for r in results)
+
+
+def recorded(ns: Mapping[str, Any]) -> dict[str, bool]:
+    """{check name: passed} for every check whose check cell ran in this namespace (its latest run)."""
+    book = ns.get(RECORD)
+    return {k: v for k, v in book.items() if isinstance(k, str) and isinstance(v, bool)} if isinstance(book, dict) else {}
 
 
 def show(text: str, html: str) -> None:
@@ -77,11 +105,33 @@ def show(text: str, html: str) -> None:
     print(text)
 
 
+# nbgrader's `validate` prints each line of an error indented by Validator.indent (4 spaces) and cuts it at
+# Validator.width - 3 (87) characters, adding "...": lines of at most 83 characters are shown whole.
+VALIDATE_COLUMNS = 83
+_HEAD = re.compile(r"([A-Za-z_][\w.]*): ")  # "Value.__mul__: ..." or "a.grad: ...": what the numbers are about
+
+
 def one_line(result: CheckResult) -> str:
-    """The check's name, the first line of its diagnosis, and its hint if it has one."""
+    """The check's name, then the method and the misconception's sentence, then the numbers that showed it.
+
+    Without a hint: the name and the first line of the diagnosis.
+    """
     first, *rest = result.message.splitlines() or [""]
-    hint = next((ln.strip() for ln in rest if ln.strip().startswith("hint:")), "")
-    return f"{result.name}: {first}" + (f" ({hint})" if hint else "")
+    hint = next((ln.strip()[len("hint:"):].strip() for ln in rest if ln.strip().startswith("hint:")), "")
+    if not hint:
+        return f"{result.name}: {first}"
+    head = _HEAD.match(first)
+    method = head.group(1) if head else result.culprit or method_prefix(result.misconception).removesuffix(": ")
+    if method == METHOD_OF["common"]:
+        method = ""
+    numbers = first.removeprefix(f"{method}: ") if method else first
+    lead = f"{method}: " if method and method != result.name else ""
+    return f"{result.name}: {lead}{hint.rstrip('.')}. Seen: {numbers}"
+
+
+def validate_lines(text: str) -> list[str]:
+    """`text` wrapped so that nbgrader's `validate` shows every word (continuation lines indented)."""
+    return textwrap.wrap(text, VALIDATE_COLUMNS, subsequent_indent="    ", break_on_hyphens=False) or [""]
 
 
 def verdict_text(results: list[CheckResult], hidden: bool) -> str:

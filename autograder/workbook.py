@@ -19,6 +19,7 @@ from xml.sax.saxutils import escape
 from .checks import NOT_IMPLEMENTED, CheckResult, get, run_checks
 from .notebook import GREEN, RED, grading, result_html, show
 from .notebook import in_kernel as _in_kernel
+from .notebook import recorded as stood_when_checked
 from .probes.graphs import walk_graph
 from .probes.safe import LearnerError, short_repr
 from .report import result_lines
@@ -36,7 +37,10 @@ def demo_size(interactive: int, graded: int) -> int:
 def summary(*cells: tuple[Any, ...], ns: dict[str, Any] | None = None) -> None:
     """Score each grade cell as nbgrader will (its points only if every check in it passes); never raises.
 
-    Each argument is one grade cell: `(points, "check_name", ...)`.
+    Each argument is one grade cell: `(points, "check_name", ...)`. nbgrader runs the notebook top to bottom and
+    scores each grade cell where it stands, so a check earns its cell's points here only if it passed when its
+    check cell ran (recorded by `check`) and still passes now; one that passes now but failed (or never ran) at
+    its position scores 0, and the summary says to Restart & Run All.
     """
     if ns is None:
         ns = sys._getframe(1).f_globals
@@ -44,62 +48,94 @@ def summary(*cells: tuple[Any, ...], ns: dict[str, Any] | None = None) -> None:
         print("Summary: skipped while nbgrader runs this notebook (each grade cell above is scored on its own).")
         return
     scored = [(float(points), run_checks([get(n) for n in names], ns)) for points, *names in cells]
-    show(summary_text(scored), summary_html(scored))
+    stood = stood_when_checked(ns)
+    show(summary_text(scored, stood), summary_html(scored, stood))
+
+
+Scored = list[tuple[float, list[CheckResult]]]
 
 
 def _not_done(r: CheckResult) -> bool:
     return r.status == NOT_IMPLEMENTED
 
 
-def _totals(scored: list[tuple[float, list[CheckResult]]]) -> tuple[float, float, list[CheckResult]]:
-    earned = sum(p for p, rs in scored if all(r.passed for r in rs))
+def _counts(r: CheckResult, stood: dict[str, bool]) -> bool:
+    """The check passes now and passed where its check cell stands: what nbgrader's top-to-bottom run gives."""
+    return r.passed and stood.get(r.name) is True
+
+
+def _only_now(r: CheckResult, stood: dict[str, bool]) -> str:
+    """'' for a check that counts or fails now; else why a check that passes now does not count."""
+    if not r.passed or stood.get(r.name) is True:
+        return ""
+    if stood.get(r.name) is False:
+        return "passes now, but failed when its check cell ran"
+    return "passes now, but its check cell has not run"
+
+
+def _totals(scored: Scored, stood: dict[str, bool]) -> tuple[float, float, list[CheckResult]]:
+    earned = sum(p for p, rs in scored if all(_counts(r, stood) for r in rs))
     return earned, sum(p for p, _ in scored), [r for _, rs in scored for r in rs]
 
 
-def _to_do(results: list[CheckResult]) -> list[str]:
-    """The closing lines: which checks are not done yet and which fail."""
+def _to_do(results: list[CheckResult], stood: dict[str, bool]) -> list[str]:
+    """The closing lines: which checks are not done yet, which fail, which pass only now."""
     todo = [r.name for r in results if not r.passed and _not_done(r)]
     failing = [r.name for r in results if not r.passed and not _not_done(r)]
-    return ([f"Not done yet: {', '.join(todo)}."] if todo else []) + ([f"Failing: {', '.join(failing)}."] if failing else [])
+    only_now = [r.name for r in results if _only_now(r, stood)]
+    return ([f"Not done yet: {', '.join(todo)}."] if todo else []) + ([f"Failing: {', '.join(failing)}."] if failing else []) + (
+        [f"Passing only now: {', '.join(only_now)}. nbgrader runs the notebook from the top and scores each check "
+         "where its check cell stands; there these failed or did not run. Restart & Run All (Kernel menu) to see "
+         "what nbgrader will score."] if only_now else [])
 
 
 def _pts(x: float) -> str:
     return f"{x:g} point" + ("" if x == 1 else "s")
 
 
-def summary_text(scored: list[tuple[float, list[CheckResult]]]) -> str:
-    """The summary as plain text: one block per grade cell with its points, then the totals and what is left."""
+def _closing(scored: Scored, stood: dict[str, bool]) -> tuple[str, list[str]]:
+    earned, total, results = _totals(scored, stood)
+    passed = sum(_counts(r, stood) for r in results)
+    head = (f"{earned:g} of {_pts(total)}; {passed} of {len(results)} checks pass"
+            + (": this notebook is done (nbgrader also runs hidden inputs)." if earned == total else "."))
+    return head, _to_do(results, stood)
+
+
+def summary_text(scored: Scored, stood: dict[str, bool]) -> str:
+    """The summary as plain text: one block per grade cell with its points, then the totals and what is left.
+
+    `stood`: {check name: passed} when its check cell ran (see `autograder.notebook.recorded`).
+    """
     lines = ["Points as nbgrader will score them (a grade cell earns its points only when every check in it passes):"]
     for points, results in scored:
-        got = points if all(r.passed for r in results) else 0.0
+        got = points if all(_counts(r, stood) for r in results) else 0.0
         for i, r in enumerate(results):
             score = f"{got:g} of {_pts(points)}" if i == 0 else ""
-            lines.append(f"  {score:<18}{result_lines(r)[0]}")
-    earned, total, results = _totals(scored)
-    passed = sum(r.passed for r in results)
-    lines.append(f"{earned:g} of {_pts(total)}; {passed} of {len(results)} checks pass"
-                 + (": this notebook is done (nbgrader also runs hidden inputs)." if earned == total else "."))
-    return "\n".join(lines + _to_do(results))
+            note = _only_now(r, stood)
+            lines.append(f"  {score:<18}{result_lines(r)[0]}" + (f" ({note})" if note else ""))
+    head, rest = _closing(scored, stood)
+    return "\n".join([*lines, head, *rest])
 
 
-def summary_html(scored: list[tuple[float, list[CheckResult]]]) -> str:
+def summary_html(scored: Scored, stood: dict[str, bool]) -> str:
     """The summary as an HTML table: points per grade cell next to its checks' ✓ and ✗."""
     rows = []
     for points, results in scored:
-        ok = all(r.passed for r in results)
+        ok = all(_counts(r, stood) for r in results)
         colour = GREEN if ok else RED
         cell = (f'<td rowspan="{len(results)}" style="vertical-align:top;color:{colour};white-space:nowrap">'
                 f"{(points if ok else 0):g} of {_pts(points)}</td>")
         for i, r in enumerate(results):
-            rows.append(f"<tr>{cell if i == 0 else ''}<td style=\"text-align:left\">{result_html(r, brief=True)}</td></tr>")
-    earned, total, results = _totals(scored)
-    passed = sum(r.passed for r in results)
-    head = ("<p><b>Points as nbgrader will score them</b> (a grade cell earns its points only when every check "
-            "in it passes)</p>")
-    foot = [f"<b>{earned:g} of {_pts(total)}</b>; {passed} of {len(results)} checks pass"
-            + (": this notebook is done (nbgrader also runs hidden inputs)." if earned == total else "."),
-            *(escape(t) for t in _to_do(results))]
-    return (f'<div class="autograder-summary">{head}<table>{"".join(rows)}</table>'
+            note = _only_now(r, stood)
+            extra = f' <span style="color:{RED}">({escape(note)})</span>' if note else ""
+            rows.append(f"<tr>{cell if i == 0 else ''}<td style=\"text-align:left\">{result_html(r, brief=True)}{extra}"
+                        "</td></tr>")
+    head, rest = _closing(scored, stood)
+    intro = ("<p><b>Points as nbgrader will score them</b> (a grade cell earns its points only when every check "
+             "in it passes)</p>")
+    bold, _, tail = head.partition(";")
+    foot = [f"<b>{escape(bold)}</b>;{escape(tail)}", *(escape(t) for t in rest)]
+    return (f'<div class="autograder-summary">{intro}<table>{"".join(rows)}</table>'
             + "".join(f"<p>{t}</p>" for t in foot) + "</div>")
 
 

@@ -11,6 +11,7 @@ import ast
 import contextlib
 import io
 import os
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -126,7 +127,7 @@ MISTAKES: dict[str, Variant] = {
                            ("k * self.data ** (k - 1)", "k * self.data**k")),
     "neg_is_identity": bug(N4, "ex_04_neg_sub", "sub.sign_flipped", "__neg__", ("return self * -1", "return self * 1")),
     "div_inverted": bug(N4, "ex_04_div", "div.operands_inverted", "__truediv__", ("self * other**-1", "other * self**-1")),
-    "rsub_reversed": bug(N4, "ex_04_reflected", "sub.sign_flipped", "__rsub__", ("return other + (-self)", "return self + (-other)")),
+    "rsub_reversed": bug(N4, "ex_04_neg_sub", "sub.sign_flipped", "__rsub__", ("return other + (-self)", "return self + (-other)")),
     "tanh_bricks_wrong_formula": bug(N4, "ex_04_tanh_from_bricks", "tanh_bricks.wrong_formula", "tanh_from_bricks",
                                      ("(e - 1) / (e + 1)", "(e + 1) / (e - 1)")),
     "tanh_bricks_uses_tanh": bug(N4, "ex_04_tanh_from_bricks", "tanh_bricks.uses_tanh", "tanh_from_bricks",
@@ -182,6 +183,12 @@ ALTERNATIVES: dict[str, Variant] = {
     "tanh_exp_formula": alt(N4, "ex_04_tanh", ("t = math.tanh(self.data)",
                                                "e2 = math.exp(2 * self.data)\n    t = (e2 - 1) / (e2 + 1)")),
     "neg_sub_by_mul": alt(N4, "ex_04_neg_sub", ("return self + (-other)", "return self + other * -1")),
+    # natural answers that use an earlier exercise: -1 * self needs __rmul__, -other + self (other a number) __radd__
+    "neg_rmul": alt(N4, "ex_04_neg_sub", ("return self * -1", "return -1 * self")),
+    "neg_value_sub_negated_first": alt(N4, "ex_04_neg_sub", ("return self * -1", "return self * Value(-1.0)"),
+                                       ("return self + (-other)", "return -other + self")),
+    "div_power_first": alt(N4, "ex_04_div", ("return self * other**-1", "return other**-1 * self")),
+    "rtruediv_number_first": alt(N4, "ex_04_rtruediv", ("return self**-1 * other", "return other * self**-1")),
     "tanh_bricks_sinh_cosh": alt(N4, "ex_04_tanh_from_bricks",
                                  ("e = (2 * x).exp()\n    return (e - 1) / (e + 1)",
                                   "return (x.exp() - (-x).exp()) / (x.exp() + (-x).exp())")),
@@ -248,8 +255,9 @@ def run(nb: nbformat.NotebookNode) -> Run:
 
 def _run(nb: nbformat.NotebookNode) -> Run:
     from autograder import checks
+    from autograder.notebook import record
 
-    os.environ.setdefault("MPLBACKEND", "Agg")
+    os.environ.setdefault("MPLBACKEND", "Agg")  # pictures are drawn off screen (under autograde, plot_* draws none)
     out = Run()
     ns: dict[str, Any] = {"__name__": "__main__"}
     for i, cell in enumerate(nb.cells):
@@ -265,12 +273,11 @@ def _run(nb: nbformat.NotebookNode) -> Run:
                 results = checks.run_checks([checks.get(n) for n in names], ns, hidden=is_hidden)
                 spent[is_hidden] += time.perf_counter() - start
                 (hidden if is_hidden else visible).extend(results)
+            record(ns, visible)  # as `check` does in a kernel: the summary scores what each check gave here
             out.grades.append((meta["grade_id"], visible, hidden))
             out.seconds[meta["grade_id"]] = (spent[0], spent[0] + spent[1])
             continue
         buf = io.StringIO()
-        if not meta and ("plot_" in src or "draw_graph(" in src or "plt." in src):
-            continue  # pictures: never graded, and slow to draw
         # the summary is what a learner reads in their own kernel; under nbgrader it only says it is skipped
         mode = None if "summary(" in src else "autograde"
         try:
@@ -278,6 +285,14 @@ def _run(nb: nbformat.NotebookNode) -> Run:
                 exec(compile(src, f"<cell {i}>", "exec"), ns)
         except BaseException as exc:  # a buggy engine may break a demo cell; the learner would run on
             out.errors[grade_id(cell) or f"cell {i}"] = f"{type(exc).__name__}: {exc}"
+        finally:
+            _close_figures()
         if "summary(" in src:
             out.summary += buf.getvalue()
     return out
+
+
+def _close_figures() -> None:
+    """Forget the figures a cell drew (a kernel shows and drops them; here they would pile up across runs)."""
+    if "matplotlib.pyplot" in sys.modules:
+        sys.modules["matplotlib.pyplot"].close("all")

@@ -3,8 +3,9 @@ misconception; every correct alternative keeps every point; no notebook with a b
 
 from __future__ import annotations
 
+import nbformat
 import pytest
-from notebook_corpus import ALTERNATIVES, MISTAKES, grade_id, notebook, run
+from notebook_corpus import ALTERNATIVES, MISTAKES, SOURCE, grade_id, notebook, run
 
 from autograder.checks.messages import hint
 
@@ -14,6 +15,15 @@ pytestmark = pytest.mark.slow
 def test_the_corpus_is_large_enough():
     assert len(MISTAKES) >= 40 and len(ALTERNATIVES) >= 15
     assert len({m.misconception for m in MISTAKES.values()}) >= 35
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in SOURCE.glob("*.ipynb")))
+def test_the_harness_runs_every_cell_of_the_solutions_without_error(name):
+    """Demo cells that draw (plot_*, draw_graph, plt) run too, or a later demo needing their names would fail."""
+    nb = nbformat.read(SOURCE / f"{name}.ipynb", as_version=4)
+    ran = run(nb)
+    assert ran.errors == {}
+    assert "this notebook is done" in ran.summary, ran.summary
 
 
 def check_cell_under(nb, cell: str) -> str:
@@ -46,4 +56,5 @@ def test_correct_alternative_keeps_every_point_and_the_notebook_is_done(name):
     failed = [(gid, r.name, r.message[:300]) for gid, visible, hidden in ran.grades for r in visible + hidden
               if not r.passed]
     assert failed == []
+    assert ran.errors == {}  # a correct alternative breaks no demo cell either
     assert "this notebook is done" in ran.summary, ran.summary

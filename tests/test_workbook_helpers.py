@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ import pytest
 from autograder import checks as catalog
 from autograder import notebook
 from autograder.checks import run_check
+from autograder.checks.messages import hint
 from autograder.notebook import CheckFailed, check
 from autograder.workbook import demo_size, make_moons, progress, summary
 
@@ -56,8 +58,15 @@ def test_progress_outside_jupyter_writes_to_stdout_not_stderr(capsys):
     assert err == "" and "3/3" in out
 
 
+def checked(ns: dict, *names: str) -> dict:
+    """The namespace after a learner's kernel ran the check cells of `names` (each result recorded where it ran)."""
+    notebook.record(ns, catalog.run_checks([catalog.get(n) for n in names], ns))
+    return ns
+
+
 def test_summary_scores_whole_grade_cells_as_nbgrader_does_and_never_raises(ref, capsys):
-    summary((1, "add_forward"), (2, "mul_forward", "numerical_derivative"), ns=vars(ref))
+    ns = checked(dict(vars(ref)), "add_forward", "mul_forward", "numerical_derivative")
+    summary((1, "add_forward"), (2, "mul_forward", "numerical_derivative"), ns=ns)
     out = capsys.readouterr().out
     assert "✓ add_forward" in out and "✗ numerical_derivative" in out
     assert "1 of 3 points; 2 of 3 checks pass." in out  # one failing check costs its cell's 2 points
@@ -73,10 +82,42 @@ def test_summary_lists_failing_checks_apart_from_unfinished_ones(ref, capsys):
         def __add__(self, other):
             raise NotImplementedError()
 
-    summary((1, "mul_forward"), (1, "add_forward"), ns={"Value": Value})
+    summary((1, "mul_forward"), (1, "add_forward"), ns=checked({"Value": Value}, "mul_forward", "add_forward"))
     out = capsys.readouterr().out
     assert "0 of 2 points; 0 of 2 checks pass." in out
     assert "Not done yet: add_forward." in out and "Failing: mul_forward." in out
+
+
+def test_summary_scores_a_check_where_its_cell_stands_not_where_it_passes_at_the_end(ref, monkeypatch, capsys):
+    """nbgrader runs top to bottom: a check that failed at its cell (an operator defined only later) scores 0."""
+    monkeypatch.setattr(notebook, "in_kernel", lambda: True)  # a learner's kernel: check shows and returns
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+
+    class Value(ref.Value):
+        __rmul__ = None  # not written yet: a later exercise
+
+        def __neg__(self):
+            return -1 * self  # a correct answer, once __rmul__ exists
+
+        def __sub__(self, other):
+            return self + (-other)
+
+    ns = {"Value": Value}
+    check("add_forward", ns=ns)
+    check("neg_sub_backward", ns=ns)  # its check cell: fails here, as nbgrader will score it
+    Value.__rmul__ = lambda self, other: self * other  # the later exercise
+    summary((1, "add_forward"), (1, "neg_sub_backward"), (1, "mul_forward"), ns=ns)
+    out = capsys.readouterr().out.split("Points as nbgrader")[-1]
+    assert "1 of 3 points; 1 of 3 checks pass." in out and "done" not in out.replace("Not done", "")
+    assert re.search(r"0 of 1 point +✓ neg_sub_backward: .*\(passes now, but failed when its check cell ran\)", out)
+    assert "(passes now, but failed when its check cell ran)" in out
+    assert "(passes now, but its check cell has not run)" in out  # mul_forward: no check cell ran it
+    assert "Passing only now: neg_sub_backward, mul_forward." in out and "Restart & Run All" in out
+    check("neg_sub_backward", ns=ns)  # re-run where it stands, now with __rmul__: it counts
+    check("mul_forward", ns=ns)
+    summary((1, "add_forward"), (1, "neg_sub_backward"), (1, "mul_forward"), ns=ns)
+    out = capsys.readouterr().out.split("Points as nbgrader")[-1]
+    assert "3 of 3 points; 3 of 3 checks pass: this notebook is done" in out and "Passing only now" not in out
 
 
 def test_check_outside_a_kernel_raises_with_the_one_line_diagnosis(ref, monkeypatch, capsys):
@@ -88,6 +129,23 @@ def test_check_outside_a_kernel_raises_with_the_one_line_diagnosis(ref, monkeypa
     assert "✗ numerical_derivative" in capsys.readouterr().out
     lines = info.value._render_traceback_()  # what nbgrader's Validate dialog shows
     assert lines[0] == "CheckFailed: 1 of 1 checks failed" and lines[1].startswith("✗ numerical_derivative: not implemented")
+
+
+def test_validate_shows_the_method_and_the_misconception_first_and_every_word_fits_its_width(ref, monkeypatch):
+    from nbgrader.validator import Validator
+
+    monkeypatch.setenv("NBGRADER_EXECUTION", "validate")
+    with pytest.raises(CheckFailed) as info:
+        check("mul_local_backward", ns=local_engine(ref, swapped=True))
+    sentence = hint("mul.unswapped", "a")
+    assert str(info.value).startswith(f"mul_local_backward: Value.__mul__: {sentence.rstrip('.')}. Seen: out = a * b")
+    assert "\n" not in str(info.value)
+    lines = info.value._render_traceback_()  # what `nbgrader validate` prints and its Lab dialog shows
+    validator = Validator()
+    shown = [validator._indent(line) for line in lines]  # nbgrader's own indenting and cutting of each line
+    assert not any(line.endswith("...") for line in shown), shown
+    assert lines[1].startswith("✗ mul_local_backward: Value.__mul__: ")
+    assert " ".join(" ".join(lines[1:]).split()) == f"✗ {info.value!s}"  # wrapped, not cut
 
 
 def test_check_in_a_learners_kernel_shows_the_diagnosis_and_returns(ref, monkeypatch):
@@ -247,3 +305,30 @@ def test_plots_work_headless_and_return_figures_outside_jupyter(capsys):
     fig = plot_decision_boundary(lambda p: Out(p[1] - 0.2), xs, ys, resolution=6)
     assert fig.axes[0].collections  # the shaded regions and the scattered examples
     assert capsys.readouterr().err == ""
+
+
+def manual_graph(ref) -> dict:
+    """Notebook 2's given cell: L = (a*b + c) * f, every grad as Value(...) left it."""
+    V = ref.Value
+    a, b, c, f = V(2.0), V(-3.0), V(10.0), V(-2.0)
+    e = V(a.data * b.data, (a, b), "*")
+    d = V(e.data + c.data, (e, c), "+")
+    return {"Value": V, "a": a, "b": b, "c": c, "e": e, "d": d, "f": f, "L": V(d.data * f.data, (d, f), "*")}
+
+
+def test_untouched_hand_filled_grads_are_not_done_yet_and_a_forgotten_root_is_a_mistake(ref):
+    untouched = outcome("manual_backprop", manual_graph(ref))
+    assert untouched.status == catalog.NOT_IMPLEMENTED and untouched.message.startswith("not done yet")
+    ns = manual_graph(ref)  # the chain rule written out, but without L.grad = 1
+    a, b, c, e, d, f, L = (ns[n] for n in ("a", "b", "c", "e", "d", "f", "L"))
+    f.grad = d.data * L.grad
+    d.grad = f.data * L.grad
+    e.grad = c.grad = d.grad
+    a.grad, b.grad = b.data * e.grad, a.data * e.grad
+    forgot = outcome("manual_backprop", ns)
+    assert forgot.status == catalog.FAILED and forgot.misconception == "manual.root_is_one"
+    L.grad = 1.0
+    f.grad, d.grad = d.data * L.grad, f.data * L.grad
+    e.grad = c.grad = d.grad
+    a.grad, b.grad = b.data * e.grad, a.data * e.grad
+    assert outcome("manual_backprop", ns).passed

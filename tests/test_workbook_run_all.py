@@ -17,6 +17,8 @@ import pytest
 from nbclient import NotebookClient
 from nbgrader_mode import nbgrader_execution
 
+from autograder.checks.messages import hint
+
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "solutions" / "workbook"
 RELEASE = ROOT / "notebooks" / "workbook"
@@ -120,6 +122,11 @@ def test_validate_still_fails_on_the_half_done_notebook_and_shows_the_diagnosis(
     out = done.stdout + done.stderr
     assert "VALIDATION FAILED" in out, out
     assert "✗ mul_local_backward: " in out and "✗ backward_accumulates: " in out, out
+    # every word of the diagnosis shows, the method and its misconception first (validate cuts lines at its width)
+    words = " ".join(out.split())
+    assert f"✗ mul_local_backward: Value.__mul__: {' '.join(hint('mul.unswapped', 'a').split()).rstrip('.')}. Seen:" in words
+    errors = [part.split("=" * 20)[0] for part in out.split("The error was:")[1:]]
+    assert errors and not any(ln.endswith("...") for part in errors for ln in part.splitlines()), out
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -130,6 +137,9 @@ def test_run_all_of_an_untouched_notebook_reaches_a_summary_of_zero_points(name:
     left = [n for names in listed(out).values() for n in names]
     checks = re.findall(r"[✓✗] (\w+)", out)
     assert sorted(left) == sorted(checks) and "✓" not in out, out  # every check is listed as left to do
+    assert "Failing" not in listed(out), out  # as not done yet: an untouched exercise is no mistake
+    notices = [text(c) for c in nb.cells if c.cell_type == "code" and "⋯ not done yet" in text(c)]
+    assert all(t.count("\n") == 1 for t in notices), notices  # a demo needing an exercise says so in one line only
     for cell in nb.cells:
         assert "Traceback" not in text(cell) and "NotImplementedError()" not in text(cell).replace(
             "replace the `raise NotImplementedError()` line", "")

@@ -8,7 +8,7 @@ import random
 
 from ..settings import Tolerance
 from ..truth.numeric import generic_inputs, grad_close, known_gradient, value_close
-from .base import ERROR, Case, Check, Failure, Observation
+from .base import ERROR, NOT_IMPLEMENTED, Case, Check, Failure, Observation
 from .common import EXPRESSIONS, register, sample, where
 
 # ---------------------------------------------------------------- numerical_derivative (notebook 1)
@@ -125,8 +125,23 @@ MANUAL_HINTS = {
 }
 
 
+MANUAL_NOT_DONE = ("not done yet: every .grad is still 0, as Value(...) left it: fill them in, from L.grad = 1 "
+                   "(dL/dL) back to a.grad and b.grad")
+
+
+def untouched(grads: list[float]) -> bool:
+    """Every grad still the +0.0 that Value(...) starts with: the exercise cell never got past its stub.
+
+    Writing the chain rule but forgetting L.grad = 1 also gives zeros, but some of them -0.0 (f.data and b.data are
+    negative): that is a mistake, judged as one.
+    """
+    return all(g == 0 and math.copysign(1.0, g) > 0 for g in grads)
+
+
 def judge_manual(case: Case, obs: Observation, tol: Tolerance) -> Failure | None:
-    """Each hand-filled grad against the numerical dL/dnode."""
+    """Each hand-filled grad against the numerical dL/dnode; none filled in is not done yet."""
+    if untouched([obs[n][1] for n in MANUAL_NODES]):
+        return Failure(MANUAL_NOT_DONE, status=NOT_IMPLEMENTED)
     v = {n: obs[n][0] for n in MANUAL_NODES}
     for n in ("L", "f", "d", "c", "e", "b", "a"):
         fn, names = DOWNSTREAM[n]
