@@ -23,8 +23,10 @@ REGISTRY: list[Check] = []
 
 
 def register(check: Check) -> Check:
-    """Add a check to the catalogue (in the order the topic modules are imported) and return it."""
+    """Add a check to the catalogue (in the order the topic modules are imported) and return it, with the sentence
+    of its fallback misconception (a failure no known mistake explains)."""
     REGISTRY.append(check)
+    msg.MISCONCEPTIONS.setdefault(msg.fallback_id(check.name), msg.fallback_sentence(check.description))
     return check
 
 
