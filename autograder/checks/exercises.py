@@ -30,11 +30,18 @@ def judge_derivative(case: Case, obs: Observation, tol: Tolerance) -> Failure | 
     """Central differences get within 1e-6 relative of the exact slope."""
     for (k, x), got in zip(case["points"], obs["values"]):
         want = EXACT[k](x)
-        if abs(got - want) > 1e-6 * max(1.0, abs(want)):
-            # A forward difference errs by about h * f''(x) / 2: same sign as f'', and small.
-            forward = (got - want) * CURVATURE[k](x) > 0 and abs(got - want) < 0.1 * max(1.0, abs(want))
-            mis = "derivative.forward_difference" if forward else None
-            if abs(got - 2 * want) <= 1e-6 * max(1.0, abs(want)):
+        close = 1e-6 * max(1.0, abs(want))
+        if abs(got - want) > close:
+            mis = None
+            if abs(got - want) < 0.1 * max(1.0, abs(want)):
+                if k == "poly":  # a central difference is exact on a parabola: a one-sided one errs by h * f''(x) / 2
+                    one_sided = (got - want) * CURVATURE[k](x)
+                    mis = "derivative.forward_difference" if one_sided > 0 else "derivative.backward_difference"
+                else:  # the parabola came out right: a central difference, its step too large
+                    mis = "derivative.step_too_large"
+            elif abs(got + want) <= close:  # the parabola's slope (positive) comes first: abs() shows at a negative one
+                mis = "derivative.sign_flipped" if want > 0 else "derivative.abs"
+            if abs(got - 2 * want) <= close:
                 mis = "derivative.no_half"
             return Failure(f"numerical_derivative of {SHOWN[k]} at x = {x}: expected {want:.10g} (exact), got {got:.10g}",
                            mis, method="numerical_derivative")
@@ -67,6 +74,11 @@ RELERR_MISTAKES = {
     "relerr.divides_by_b": lambda a, b: abs(a - b) / abs(b),
     "relerr.min": lambda a, b: abs(a - b) / min(abs(a), abs(b)),
     "relerr.no_abs": lambda a, b: (a - b) / max(abs(a), abs(b)),
+    "relerr.clipped": lambda a, b: min(1.0, abs(a - b) / max(abs(a), abs(b))),  # before sum_scale: both give 1 at -a, a
+    "relerr.percent": lambda a, b: 100 * abs(a - b) / max(abs(a), abs(b)),
+    "relerr.sum_scale": lambda a, b: abs(a - b) / (abs(a) + abs(b)),
+    "relerr.mean_scale": lambda a, b: abs(a - b) / ((abs(a) + abs(b)) / 2),
+    "relerr.floor_one": lambda a, b: abs(a - b) / max(abs(a), abs(b), 1.0),
 }
 
 

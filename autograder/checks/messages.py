@@ -112,9 +112,10 @@ MISCONCEPTIONS: dict[str, str] = {
     "tanh_bricks.brick_backward": "the forward value is right, so one brick's backward is wrong: run its own check again",
     "grads_of.returns_data": "grads_of must return each leaf's .grad after backward(), not its .data",
     "grads_of.not_fresh": "start from fresh Values on every call: gradients left from an earlier call pile up",
-    "derivative.forward_difference": ("this looks like a one-sided difference, (f(x+h) - f(x)) / h or (f(x) - f(x-h)) / h, "
-                                      "off by about h*f''(x)/2; the central difference (f(x+h) - f(x-h)) / (2h) is far "
-                                      "closer"),
+    "derivative.forward_difference": ("this looks like a forward difference (f(x+h) - f(x)) / h, off by about h*f''(x)/2; "
+                                      "the central difference (f(x+h) - f(x-h)) / (2h) is far closer"),
+    "derivative.backward_difference": ("this looks like a backward difference (f(x) - f(x-h)) / h, off by about "
+                                       "h*f''(x)/2; the central difference (f(x+h) - f(x-h)) / (2h) is far closer"),
     "relerr.zero_over_zero": "two zeros agree perfectly; avoid dividing 0 by 0",
     "relerr.max_without_abs": ("the scale must be max(abs(a), abs(b)): max(a, b) of two negative numbers is negative "
                                "(or smaller than the larger magnitude)"),
