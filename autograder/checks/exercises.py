@@ -137,6 +137,10 @@ MANUAL_HINTS = {
 }
 
 
+# Each node's parent and, for a product, the other factor: d parent / d node is that factor's data (1 for a sum)
+MANUAL_PARENT = {"d": ("L", "f"), "f": ("L", "d"), "c": ("d", None), "e": ("d", None), "a": ("e", "b"), "b": ("e", "a")}
+
+
 def judge_manual(case: Case, obs: Observation, tol: Tolerance) -> Failure | None:
     """Each hand-filled grad against the numerical dL/dnode."""
     v = {n: obs[n][0] for n in MANUAL_NODES}
@@ -146,6 +150,14 @@ def judge_manual(case: Case, obs: Observation, tol: Tolerance) -> Failure | None
         got = obs[n][1]
         if not grad_close(got, est, v["L"], tol.rtol, tol.atol):
             what, mis = MANUAL_HINTS[n]
+            if n in MANUAL_PARENT:
+                parent, other = MANUAL_PARENT[n]
+                local = v[other] if other else 1.0  # d parent / d n: the other factor's data, or 1 for a sum
+                upstream = obs[parent][1]  # the learner's own gradient of the parent, flowing in
+                if not grad_close(local * upstream, local, 1.0, 1e-9, 1e-12) and grad_close(got, local, 1.0, 1e-9, 1e-12):
+                    mis = "manual.missing_upstream"
+                elif other and any(grad_close(got, v[n] * up, 1.0, 1e-9, 1e-12) for up in (upstream, est / local if local else 0.0)):
+                    mis = "manual.mul_swaps"
             return Failure(f"{n}.grad: expected dL/d{n} = {est:.10g} (numerical), got {got:.10g}\n  ({what})", mis)
     return None
 
@@ -180,8 +192,11 @@ def judge_tanh_bricks(case: Case, obs: Observation, tol: Tolerance) -> Failure |
                            "tanh_bricks.wrong_formula", method="tanh_from_bricks")
         dwant = 1 - want * want
         if not grad_close(r["grad"], dwant, want, tol.rtol, tol.atol):
+            cut = r.get("reaches") is False  # out's graph never reaches x: the composition is built from numbers
             return Failure(f"x.grad after tanh_from_bricks(x).backward() at x = {x!r}: expected 1 - tanh(x)**2 = "
-                           f"{dwant:.10g}, got {r['grad']:.10g}", "tanh_bricks.brick_backward")
+                           f"{dwant:.10g}, got {r['grad']:.10g}" + (" (the output's graph does not reach x through "
+                                                                    "_prev)" if cut else ""),
+                           "tanh_bricks.graph_cut" if cut else "tanh_bricks.brick_backward", method="tanh_from_bricks")
     return None
 
 
@@ -227,6 +242,8 @@ def judge_grads_of(case: Case, obs: Observation, tol: Tolerance) -> Failure | No
                 mis = "grads_of.not_fresh" if n else None
                 if all(value_close(v, x, 1e-12) for v, x in zip(got, xs)):
                     mis = "grads_of.returns_data"
+                elif not n and all(v == 0 for v in got):
+                    mis = "grads_of.no_backward"
                 return Failure(f"{call}: gradient of {p} expected {est.value:.10g} (numerical), got {g:.10g}{again}",
                                mis, method="grads_of")
     return None

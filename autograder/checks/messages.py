@@ -109,7 +109,9 @@ MISCONCEPTIONS: dict[str, str] = {
     "manual.add_routes": "a sum routes the gradient flowing in unchanged to both terms (d = e + c: c.grad = d.grad)",
     "tanh_bricks.uses_tanh": "build tanh from the bricks (exp, +, -, /), not with x.tanh()",
     "tanh_bricks.wrong_formula": "tanh(x) = (e**(2x) - 1) / (e**(2x) + 1): check the formula",
-    "tanh_bricks.brick_backward": "the forward value is right, so one brick's backward is wrong: run its own check again",
+    "tanh_bricks.brick_backward": ("the forward value is right but the gradient is not: a brick's backward is wrong (its "
+                                   "own check says which), or part of your composition is built from plain numbers "
+                                   "(Value(... .data)), which cuts the graph there"),
     "grads_of.returns_data": "grads_of must return each leaf's .grad after backward(), not its .data",
     "grads_of.not_fresh": "start from fresh Values on every call: gradients left from an earlier call pile up",
     "derivative.forward_difference": ("this looks like a forward difference (f(x+h) - f(x)) / h, off by about h*f''(x)/2; "
