@@ -154,7 +154,8 @@ def judge_manual(case: Case, obs: Observation, tol: Tolerance) -> Failure | None
                 parent, other = MANUAL_PARENT[n]
                 local = v[other] if other else 1.0  # d parent / d n: the other factor's data, or 1 for a sum
                 upstream = obs[parent][1]  # the learner's own gradient of the parent, flowing in
-                if not grad_close(local * upstream, local, 1.0, 1e-9, 1e-12) and grad_close(got, local, 1.0, 1e-9, 1e-12):
+                if other and not grad_close(local * upstream, local, 1.0, 1e-9, 1e-12) and grad_close(got, local, 1.0,
+                                                                                                      1e-9, 1e-12):
                     mis = "manual.missing_upstream"
                 elif other and any(grad_close(got, v[n] * up, 1.0, 1e-9, 1e-12) for up in (upstream, est / local if local else 0.0)):
                     mis = "manual.mul_swaps"
@@ -182,6 +183,10 @@ def judge_tanh_bricks(case: Case, obs: Observation, tol: Tolerance) -> Failure |
     for x, r in zip(case["inputs"], obs["results"]):
         if "error" in r:
             return Failure(f"{r['error']}\n  while calling tanh_from_bricks(Value({x!r})) and out.backward()", status=ERROR)
+        if not r["uses_tanh"] and r["nodes"] < 4 and r.get("reaches") is False:
+            return Failure(f"tanh_from_bricks(Value({x!r})): expected a graph of bricks that reaches x through _prev, got "
+                           f"{r['nodes']} node{'s' * (r['nodes'] != 1)} and no path to x", "tanh_bricks.graph_cut",
+                           method="tanh_from_bricks")
         if r["uses_tanh"] or r["nodes"] < 4:
             return Failure(f"tanh_from_bricks(Value({x!r})): expected a graph of bricks (at least 4 nodes, no tanh), got "
                            f"{r['nodes']} nodes" + (" and a tanh node" if r["uses_tanh"] else ""), "tanh_bricks.uses_tanh",

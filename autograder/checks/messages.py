@@ -155,6 +155,10 @@ MISCONCEPTIONS: dict[str, str] = {
     # structure, when learner code raised
     "node.returns_float": ("an operation must return a new Value, Value(result, (self, other), op), not a plain number: "
                            "the graph needs Values to walk back through"),
+    "node.number_on_the_left": ("a number on the LEFT of a Value (such as -1 * self, or -other + self when other is a "
+                                "number) needs __rmul__ / __radd__, which come in the exercise 'numbers on the left'; "
+                                "until then keep the Value on the left: self * -1, self + (-other)"),
+    "mse.fixed_count": "the mean divides by the number of examples, len(xs), not a fixed number",
     "repr.prints_instead_of_returning": ("__repr__ must RETURN the text (return f\"Value(data={self.data})\"), "
                                          "not print it"),
     "layer.returns_one_output": ("Layer(nin, nout)(x) must return the list of all nout outputs (one per neuron), and "
@@ -211,6 +215,7 @@ ERROR_MISCONCEPTIONS: tuple[tuple[str, str], ...] = (
     (r"gave a (float|int)\b.*not a Value", "node.returns_float"),
     (r"a child in some node's _prev is a (float|int)\b", "node.wrong_children"),
     (r"^Layer\(\d+, \d+\)\(x\) returned <", "layer.returns_one_output"),
+    (r"unsupported operand type\(s\) for \S+: '(int|float)' and 'Value'", "node.number_on_the_left"),
 )
 
 
