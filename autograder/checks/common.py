@@ -126,7 +126,10 @@ def judge_expression(case: Case, obs: Observation, tol: Tolerance) -> Failure | 
         bound = tol.atol * max(1.0, abs(ref)) + tol.rtol * max(abs(g), abs(est.value))
         want = f"{est.value:.10g} (numerical"
         want += f"; exact {exact[i]:.10g})" if exact else ")"
-        mis = _ratio_misconception(expr, g, est.value, _uses(expr, p) > 1) or expr.misconception
+        mis = _ratio_misconception(expr, g, est.value, _uses(expr, p) > 1)
+        if mis is None and any(grad_close(g, w, ref, 1e-6, 1e-8) for w in expr.one_use_partials(p, xs)):
+            mis = "node.assigns_instead_of_accumulating"  # the gradient through one use alone: the others overwritten
+        mis = mis or expr.misconception
         for m, wrong in GRADIENT_MISTAKES.get(key, []):
             if all(grad_close(x, w, ref, 1e-6, 1e-9) for x, w in zip(got, wrong(*xs))):
                 mis = m
