@@ -293,7 +293,7 @@ HELD_OUT_MISTAKES: dict[str, Variant] = {
                              ("    f(*leaves).backward()\n", "    f(*leaves)\n")),
     "grads_raw_inputs": bug(N5, "ex_05_grads_of", "grads_of.no_backward", "grads_of",
                             ("    f(*leaves).backward()\n", "    f(*[Value(x) for x in inputs]).backward()\n")),
-    "neuron_no_bias": bug(N6, "ex_06_neuron", "neuron_forward.wrong_result", "Neuron",
+    "neuron_no_bias": bug(N6, "ex_06_neuron", "neuron.missing_bias", "Neuron",
                           (NEURON_OUT, "return sum(wi * xi for wi, xi in zip(self.w, x)).tanh()")),
     "layer_first_only": bug(N6, "ex_06_layer", "layer.returns_one_output", "Layer",
                             ("return outs[0] if len(outs) == 1 else outs", "return outs[0]")),

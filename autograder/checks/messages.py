@@ -86,6 +86,7 @@ MISCONCEPTIONS: dict[str, str] = {
                                  "draw weights from a small range such as random.uniform(-1, 1)"),
     "neuron.graph_cut": ("the output is a new Value built from a plain number (such as Value(math.tanh(act.data))): the "
                          "graph is cut there, so no gradient can reach the weights; use the Value's own .tanh()"),
+    "neuron.missing_bias": "the neuron's output is tanh(w.x + b): the bias b is left out of the sum",
     "neuron.missing_tanh": "the neuron's output must be tanh(w.x + b); the tanh is missing",
     "neuron.bias_first": "parameters() lists each neuron's bias before its weights; the spec is weights then bias",
     "layer.returns_list_for_one": "Layer(nin, 1)(x) should return the one output Value itself, not a list",

@@ -68,6 +68,17 @@ def judge_init(case: Case, obs: Observation, tol: Tolerance) -> Failure | None:
     return None
 
 
+def _without_bias(weights: Sequence[float], nin: int, nouts: Sequence[int]) -> list[float]:
+    """The same parameters with every bias 0: what a neuron computes when it leaves its bias out."""
+    out, k, sizes = list(weights), 0, [nin, *nouts]
+    for fan_in, n in zip(sizes, nouts):
+        for _ in range(n):
+            k += fan_in
+            out[k] = 0.0
+            k += 1
+    return out
+
+
 def _last_layer_on_input(weights: Sequence[float], nouts: Sequence[int], x: Sequence[float]) -> list[float]:
     """The outputs of an MLP that feeds every layer the original input, so only the last layer's counts (its zip
     over weights and inputs stopping at the shorter)."""
@@ -110,6 +121,9 @@ def judge_forward(kind: str) -> Callable[[Case, Observation, Tolerance], Failure
                 mis = "neuron.bias_first"
             elif all(value_close(g, w, 1e-9) for g, w in zip(got, nref.forward(weights, nin, nouts, x, activation=False))):
                 mis = "neuron.missing_tanh"
+            elif all(value_close(g, w, 1e-9) for g, w in zip(got, nref.forward(_without_bias(weights, nin, nouts), nin,
+                                                                                  nouts, x))):
+                mis = "neuron.missing_bias"
             elif kind == "Layer" and len(got) > 1 and len(set(got)) == 1 and len(set(want)) > 1:
                 mis = "layer.shared_neuron"  # one Neuron listed nout times: the last weights set win everywhere
             elif kind == "MLP" and len(nouts) > 1 and all(value_close(g, w, 1e-9)
