@@ -210,6 +210,153 @@ ALTERNATIVES: dict[str, Variant] = {
 }
 
 
+# Held out by audit 10 and fixed since (plus one more of each class): each now fails first under its own exercise,
+# naming its method and misconception.
+TRAIN_ZERO = "        for p in model.parameters():\n            p.grad = 0.0\n"
+HELD_OUT_MISTAKES: dict[str, Variant] = {
+    # a brick's _backward that sets grad = ... instead of += (the check has a leaf used by the brick and by the root)
+    "tanh_assigns": bug(N4, "ex_04_tanh", "node.assigns_instead_of_accumulating", "Value.tanh",
+                        ("self.grad += (1", "self.grad = (1")),
+    "exp_assigns": bug(N4, "ex_04_exp", "node.assigns_instead_of_accumulating", "Value.exp",
+                       ("self.grad += out.data", "self.grad = out.data")),
+    "pow_assigns": bug(N4, "ex_04_pow", "node.assigns_instead_of_accumulating", "Value.__pow__",
+                       ("self.grad += k", "self.grad = k")),
+    "neg_own_node_assigns": bug(N4, "ex_04_neg_sub", "node.assigns_instead_of_accumulating", "Value.__neg__",
+                                ("return self * -1", 'out = Value(-self.data, (self,), "neg")\n\n    def _backward():\n'
+                                 "        self.grad = -out.grad\n\n    out._backward = _backward\n    return out")),
+    "div_own_node_assigns": bug(N4, "ex_04_div", "node.assigns_instead_of_accumulating", "Value.__truediv__",
+                                ("return self * other**-1",
+                                 "other = other if isinstance(other, Value) else Value(other)\n"
+                                 '    out = Value(self.data / other.data, (self, other), "/")\n\n    def _backward():\n'
+                                 "        self.grad += out.grad / other.data\n"
+                                 "        other.grad = -self.data / other.data**2 * out.grad\n\n"
+                                 "    out._backward = _backward\n    return out")),
+    # train's arguments vary from case to case
+    "train_fixed_5_steps": bug(N6, "ex_06_train", "train.ignores_steps", "train", ("range(steps)", "range(5)")),
+    "train_fixed_10_steps": bug(N6, "ex_06_train", "train.ignores_steps", "train", ("range(steps)", "range(10)")),
+    "train_steps_minus_one": bug(N6, "ex_06_train", "train.steps_off_by_one", "train", ("range(steps)", "range(steps - 1)")),
+    "mse_fixed_count": bug(N6, "ex_06_mse_loss", "mse.fixed_count", "mse_loss", (" / len(xs)", " / 4")),
+    # a brick's graph cut, or a brick without a _backward, named with its method
+    "neg_graph_cut": bug(N4, "ex_04_neg_sub", "neg.graph_cut", "Value.__neg__", ("return self * -1", "return Value(-self.data)")),
+    "div_no_backward": bug(N4, "ex_04_div", "div.no_backward", "Value.__truediv__",
+                           ("return self * other**-1", 'return Value(self.data / other.data, (self, other), "/")')),
+    "sub_graph_cut": bug(N4, "ex_04_neg_sub", "sub.graph_cut", "__sub__",
+                         ("return self + (-other)", "return Value(self.data - (other.data if isinstance(other, Value) "
+                          "else other))")),
+    "rtruediv_no_backward": bug(N4, "ex_04_rtruediv", "rtruediv.no_backward", "Value.__rtruediv__",
+                                ("return self**-1 * other", 'return Value(other / self.data, (self,), "r/")')),
+    # tanh from bricks whose composition cuts the graph
+    "bricks_graph_cut": bug(N4, "ex_04_tanh_from_bricks", "tanh_bricks.graph_cut", "tanh_from_bricks",
+                            ("e = (2 * x).exp()", "e = Value(math.exp(2 * x.data))")),
+    "bricks_cut_at_the_end": bug(N4, "ex_04_tanh_from_bricks", "tanh_bricks.graph_cut", "tanh_from_bricks",
+                                 ("return (e - 1) / (e + 1)", "return Value(((e - 1) / (e + 1)).data)")),
+    # hand-filled grads: the upstream factor forgotten, not the factors swapped
+    "manual_no_upstream_a": bug(N2, "ex_02_manual_grads", "manual.missing_upstream", "a.grad",
+                                ("a.grad = b.data * e.grad", "a.grad = b.data")),
+    "manual_no_upstream_b": bug(N2, "ex_02_manual_grads", "manual.missing_upstream", "b.grad",
+                                ("b.grad = a.data * e.grad", "b.grad = a.data")),
+    # ids for mistakes that had none
+    "d_abs": bug(N1, "ex_01_numerical_derivative", "derivative.abs", "numerical_derivative",
+                 ("return (f(x + h) - f(x - h)) / (2 * h)", "return abs(f(x + h) - f(x - h)) / (2 * h)")),
+    "d_backward_diff": bug(N1, "ex_01_numerical_derivative", "derivative.backward_difference", "numerical_derivative",
+                           ("(f(x + h) - f(x - h)) / (2 * h)", "(f(x) - f(x - h)) / h")),
+    "d_ignores_h": bug(N1, "ex_01_numerical_derivative", "derivative.step_too_large", "numerical_derivative",
+                       ("(f(x + h) - f(x - h)) / (2 * h)", "(f(x + 0.01) - f(x - 0.01)) / 0.02")),
+    "d_sign_swapped": bug(N1, "ex_01_numerical_derivative", "derivative.sign_flipped", "numerical_derivative",
+                          ("(f(x + h) - f(x - h)) / (2 * h)", "(f(x - h) - f(x + h)) / (2 * h)")),
+    "re_sum_denominator": bug(N1, "ex_01_relative_error", "relerr.sum_scale", "relative_error",
+                              ("abs(a - b) / scale", "abs(a - b) / (abs(a) + abs(b))")),
+    "re_percent": bug(N1, "ex_01_relative_error", "relerr.percent", "relative_error",
+                      ("abs(a - b) / scale", "100 * abs(a - b) / scale")),
+    "re_floor_one": bug(N1, "ex_01_relative_error", "relerr.floor_one", "relative_error",
+                        ("max(abs(a), abs(b))", "max(abs(a), abs(b), 1.0)")),
+    "re_clipped_at_1": bug(N1, "ex_01_relative_error", "relerr.clipped", "relative_error",
+                           ("abs(a - b) / scale", "min(1.0, abs(a - b) / scale)")),
+    "re_mean_scale": bug(N1, "ex_01_relative_error", "relerr.mean_scale", "relative_error",
+                         ("max(abs(a), abs(b))", "(abs(a) + abs(b)) / 2")),
+    "repr_prints": bug(N2, "ex_02_value_class", "repr.prints_instead_of_returning", "Value.__repr__",
+                       ('return f"Value(data={self.data})"', 'print(f"Value(data={self.data})")')),
+    "add_children_floats": bug(N2, "ex_02_add", "node.wrong_children", "Value.__add__",
+                               ('(self, other), "+")', '(self.data, other.data), "+")')),
+    "mul_returns_float": bug(N2, "ex_02_mul", "node.returns_float", "Value.__mul__",
+                             ('return Value(self.data * other.data, (self, other), "*")', "return self.data * other.data")),
+    "add_minus_other": bug(N3, "ex_03_add", "add.sign_flipped", "Value.__add__", ("other.grad += out.grad", "other.grad -= out.grad")),
+    "add_uses_other_grad": bug(N3, "ex_03_add", "add.uses_operand_grad", "Value.__add__",
+                               ("self.grad += out.grad", "self.grad += other.grad")),
+    "mul_uses_self_grad": bug(N3, "ex_03_mul", "mul.uses_grad_for_data", "Value.__mul__",
+                              ("other.grad += self.data * out.grad", "other.grad += self.grad * out.grad")),
+    "mul_forgets_other": bug(N3, "ex_03_mul", "mul.forgets_an_operand", "Value.__mul__",
+                             ("        other.grad += self.data * out.grad\n", "")),
+    "mul_other_grad_sign": bug(N3, "ex_03_mul", "mul.sign_flipped", "Value.__mul__",
+                               ("other.grad += self.data * out.grad", "other.grad -= self.data * out.grad")),
+    "tanh_plus": bug(N4, "ex_04_tanh", "tanh.one_plus_t_squared", "Value.tanh", ("(1 - t**2)", "(1 + t**2)")),
+    "pow_k_plus_1": bug(N4, "ex_04_pow", "pow.exponent_off_by_one", "Value.__pow__",
+                        ("k * self.data ** (k - 1)", "k * self.data ** (k + 1)")),
+    "rtruediv_inverted": bug(N4, "ex_04_rtruediv", "rtruediv.operands_inverted", "__rtruediv__",
+                             ("return self**-1 * other", "return self * other**-1")),
+    "radd_recurses": bug(N4, "ex_04_reflected", "common.endless_recursion", "__radd__",
+                         ("    return self + other\n", "    return other + self\n")),
+    "grads_no_backward": bug(N5, "ex_05_grads_of", "grads_of.no_backward", "grads_of",
+                             ("    f(*leaves).backward()\n", "    f(*leaves)\n")),
+    "grads_raw_inputs": bug(N5, "ex_05_grads_of", "grads_of.no_backward", "grads_of",
+                            ("    f(*leaves).backward()\n", "    f(*[Value(x) for x in inputs]).backward()\n")),
+    "neuron_no_bias": bug(N6, "ex_06_neuron", "neuron.missing_bias", "Neuron",
+                          (NEURON_OUT, "return sum(wi * xi for wi, xi in zip(self.w, x)).tanh()")),
+    "layer_first_only": bug(N6, "ex_06_layer", "layer.returns_one_output", "Layer",
+                            ("return outs[0] if len(outs) == 1 else outs", "return outs[0]")),
+    "layer_same_neuron": bug(N6, "ex_06_layer", "layer.shared_neuron", "Layer",
+                             ("[Neuron(nin) for _ in range(nout)]", "[Neuron(nin)] * nout")),
+    "mlp_feeds_x_each_layer": bug(N6, "ex_06_mlp", "mlp.layers_not_chained", "MLP",
+                                  ("        for layer in self.layers:\n            x = layer(x)\n        return x\n",
+                                   "        for layer in self.layers:\n            out = layer(x)\n        return out\n")),
+    "mse_not_squared": bug(N6, "ex_06_mse_loss", "mse.not_squared", "mse_loss", ("sum((model(x) - y) ** 2", "sum((model(x) - y)")),
+    "mse_square_of_sum": bug(N6, "ex_06_mse_loss", "mse.square_of_sum", "mse_loss",
+                             ("sum((model(x) - y) ** 2 for x, y in zip(xs, ys))", "sum((model(x) - y) for x, y in zip(xs, ys)) ** 2")),
+    "train_zero_first_layer": bug(N6, "ex_06_train", "train.partial_zero_grad", "train",
+                                  (TRAIN_ZERO, TRAIN_ZERO.replace("model.parameters()", "model.layers[0].parameters()"))),
+    "train_lr_divided": bug(N6, "ex_06_train", "train_descends.wrong_result", "train",
+                            ("p.data -= lr * p.grad", "p.data -= lr / len(xs) * p.grad")),
+}
+TOPO = "    topo, visited = [], set()\n\n" + BUILD + "\n    build(self)\n"
+HELD_OUT_ALTERNATIVES: dict[str, Variant] = {
+    "A_d_half_factor": alt(N1, "ex_01_numerical_derivative", ("(f(x + h) - f(x - h)) / (2 * h)", "(f(x + h) - f(x - h)) * (0.5 / h)")),
+    "A_re_tiny_floor": alt(N1, "ex_01_relative_error", (REL, "    return abs(a - b) / max(abs(a), abs(b), 1e-300)\n")),
+    "A_value_slots": alt(N2, "ex_02_value_class",
+                         ('    """A number that remembers the values and the operation that produced it."""\n',
+                          '    """A number that remembers the values and the operation that produced it."""\n\n'
+                          '    __slots__ = ("data", "grad", "_backward", "_prev", "_op", "label")\n'),
+                         ("self._prev = set(_children)", "self._prev = tuple(_children)")),
+    "A_add_loop": alt(N3, "ex_03_add", ("        self.grad += out.grad\n        other.grad += out.grad\n",
+                                        "        for v in (self, other):\n            v.grad = v.grad + 1 * out.grad\n")),
+    "A_bw_kahn": alt(N3, "ex_03_backward", (TOPO + "    self.grad = 1.0\n    for node in reversed(topo):\n        node._backward()\n",
+                     "    users, seen, todo = {}, {id(self)}, [self]\n    while todo:\n        v = todo.pop()\n"
+                     "        for c in v._prev:\n            users[id(c)] = users.get(id(c), 0) + 1\n"
+                     "            if id(c) not in seen:\n                seen.add(id(c))\n                todo.append(c)\n"
+                     "    self.grad = 1\n    ready = [self]\n    while ready:\n        v = ready.pop()\n        v._backward()\n"
+                     "        for c in v._prev:\n            users[id(c)] -= 1\n            if users[id(c)] == 0:\n"
+                     "                ready.append(c)\n")),
+    "A_tanh_out_data": alt(N4, "ex_04_tanh", ("(1 - t**2) * out.grad", "(1 - out.data * out.data) * out.grad")),
+    "A_exp_math_e": alt(N4, "ex_04_exp", ('Value(math.exp(self.data), (self,), "exp")', 'Value(math.e ** self.data, (self,), "exp")'),
+                        ("out.data * out.grad", "math.exp(self.data) * out.grad")),
+    "A_pow_no_assert_float": alt(N4, "ex_04_pow", ('    assert isinstance(k, (int, float)), "only number powers"\n', ""),
+                                 ("k * self.data ** (k - 1) * out.grad", "out.grad * k * (self.data ** (k - 1))")),
+    "A_div_float_pow": alt(N4, "ex_04_div", ("return self * other**-1", "return self * (other ** -1.0)")),
+    "A_rtruediv_value": alt(N4, "ex_04_rtruediv", ("return self**-1 * other", "return Value(other) * self**-1")),
+    "A_bricks_sub_neg": alt(N4, "ex_04_tanh_from_bricks", ("e = (2 * x).exp()\n    return (e - 1) / (e + 1)",
+                                                           "e = (x * 2).exp()\n    return 1 - 2 / (e + 1)")),
+    "A_layer_len_check": alt(N6, "ex_06_layer",
+                             ("outs = [n(x) for n in self.neurons]\n        return outs[0] if len(outs) == 1 else outs",
+                              "if len(self.neurons) == 1:\n            return self.neurons[0](x)\n"
+                              "        return [n(x) for n in self.neurons]")),
+    "A_mse_y_minus_pred": alt(N6, "ex_06_mse_loss", ("return sum((model(x) - y) ** 2 for x, y in zip(xs, ys)) / len(xs)",
+                                                     "return sum([(y - model(x)) ** 2 for x, y in zip(xs, ys)]) * (1 / len(ys))")),
+    "A_train_int_zero_plus_neg": alt(N6, "ex_06_train", ("p.grad = 0.0", "p.grad = 0"),
+                                     ("p.data -= lr * p.grad", "p.data += -lr * p.grad")),
+}
+assert not set(HELD_OUT_MISTAKES) & set(MISTAKES) and not set(HELD_OUT_ALTERNATIVES) & set(ALTERNATIVES)
+MISTAKES.update(HELD_OUT_MISTAKES)
+ALTERNATIVES.update(HELD_OUT_ALTERNATIVES)
+
 def grade_id(cell: Any) -> str | None:
     return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
 

@@ -71,3 +71,29 @@ def test_manual_backprop_says_which_node_is_missing():
     del ns["e"]
     assert "not implemented yet: define e" in outcome("manual_backprop", ns).message
 
+
+
+def test_a_wrong_answer_no_known_mistake_explains_gets_its_check_s_fallback_id_and_a_sentence():
+    from autograder.checks.messages import MISCONCEPTIONS
+
+    result = outcome("numerical_derivative", {"numerical_derivative": lambda f, x, h=1e-5: 7.0})
+    assert not result.passed and result.misconception == "numerical_derivative.wrong_result"
+    assert MISCONCEPTIONS["numerical_derivative.wrong_result"] in result.message
+    assert all(f"{c.name}.wrong_result" in MISCONCEPTIONS for c in catalog.CHECKS)
+
+
+def test_an_error_of_learner_code_carries_an_id_and_a_stub_none():
+    def printing(a, b):
+        raise TypeError("boom")
+
+    result = outcome("relative_error", {"relative_error": printing})
+    assert result.status == catalog.ERROR and result.misconception == "common.raised"
+
+
+def test_train_s_steps_lr_and_data_size_differ_from_case_to_case_and_avoid_the_usual_constants():
+    check = catalog.get("train_descends")
+    cases = check.make_cases() + check.make_cases(hidden=True) + check.make_cases(hidden=True, secret="course")
+    assert all(c["steps"] not in (5, 10) and c["lr"] not in (0.1, 0.05) for c in cases)
+    hidden = check.make_cases(hidden=True)
+    assert len({c["steps"] for c in hidden}) == len(hidden) and len({len(c["xs"]) for c in hidden}) == len(hidden)
+    assert all(len(c["xs"]) != 4 for c in cases + catalog.get("mse_loss_backward").make_cases(hidden=True))

@@ -7,6 +7,7 @@ import nbformat
 import pytest
 from notebook_corpus import ALTERNATIVES, MISTAKES, SOURCE, grade_id, notebook, run
 
+from autograder.checks import ERROR, FAILED
 from autograder.checks.messages import hint
 
 pytestmark = pytest.mark.slow
@@ -48,6 +49,11 @@ def test_mistake_fails_first_under_its_exercise_naming_method_and_misconception(
     message = diagnosed[0].message
     assert variant.method in message and hint(variant.misconception, "a") in message, message
     assert "done" not in ran.summary, ran.summary
+    # every failed check (not a stub) carries an id and its sentence, however far down the notebook
+    for gid, visible, hidden in ran.grades:
+        for r in visible + hidden:
+            if r.status in (FAILED, ERROR):
+                assert r.misconception and hint(r.misconception, "a"), (gid, r.name, r.message[:300])
 
 
 @pytest.mark.parametrize("name", sorted(ALTERNATIVES))

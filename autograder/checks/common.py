@@ -23,8 +23,10 @@ REGISTRY: list[Check] = []
 
 
 def register(check: Check) -> Check:
-    """Add a check to the catalogue (in the order the topic modules are imported) and return it."""
+    """Add a check to the catalogue (in the order the topic modules are imported) and return it, with the sentence
+    of its fallback misconception (a failure no known mistake explains)."""
     REGISTRY.append(check)
+    msg.MISCONCEPTIONS.setdefault(msg.fallback_id(check.name), msg.fallback_sentence(check.description))
     return check
 
 
@@ -35,6 +37,9 @@ EXPRESSIONS: dict[str, Expr] = {}
 GRADIENT_MISTAKES: dict[str, list[tuple[str, Callable[..., Sequence[float]]]]] = {}
 # Mistakes recognised from the forward value alone: expression -> [(misconception, wrong value)]
 VALUE_MISTAKES: dict[str, list[tuple[str, Callable[..., float]]]] = {}
+# The brick (a method of notebook 4, by its misconception prefix) an expression tests: a gradient that stayed 0 there
+# is that brick's graph cut (the leaf is not reached through _prev) or its missing _backward, named with the method.
+BRICK_OF: dict[str, str] = {}
 # The operation an expression's wrong forward value is blamed on when no known mistake matches
 FORWARD_MISCONCEPTIONS = {"add": "add.wrong_forward", "add3": "add.wrong_forward", "mul": "mul.wrong_forward",
                           "mul3": "mul.wrong_forward"}
@@ -121,11 +126,21 @@ def judge_expression(case: Case, obs: Observation, tol: Tolerance) -> Failure | 
         bound = tol.atol * max(1.0, abs(ref)) + tol.rtol * max(abs(g), abs(est.value))
         want = f"{est.value:.10g} (numerical"
         want += f"; exact {exact[i]:.10g})" if exact else ")"
-        mis = _ratio_misconception(expr, g, est.value, _uses(expr, p) > 1) or expr.misconception
+        mis = _ratio_misconception(expr, g, est.value, _uses(expr, p) > 1)
+        if mis is None and any(grad_close(g, w, ref, 1e-6, 1e-8) for w in expr.one_use_partials(p, xs)):
+            mis = "node.assigns_instead_of_accumulating"  # the gradient through one use alone: the others overwritten
+        mis = mis or expr.misconception
         for m, wrong in GRADIENT_MISTAKES.get(key, []):
             if all(grad_close(x, w, ref, 1e-6, 1e-9) for x, w in zip(got, wrong(*xs))):
                 mis = m
-        return Failure(f"gradient of {p} in {where(expr, xs)}: expected {want}, got {g:.10g}; "
+        brick, prefix = BRICK_OF.get(key), ""
+        if brick:  # a brick's check: name the brick, unless the mistake names another method
+            if abs(g) < 1e-12:
+                reaches = obs.get("reaches")
+                mis = f"{brick}.graph_cut" if reaches is not None and not reaches[i] else f"{brick}.no_backward"
+            kind = (mis or "").split(".")[0]
+            prefix = msg.method_prefix(mis) if kind not in ("", "node", "backward") else f"{msg.METHOD_OF[brick]}: "
+        return Failure(f"{prefix}gradient of {p} in {where(expr, xs)}: expected {want}, got {g:.10g}; "
                        f"error {abs(g - est.value):.3g} > tolerance {bound:.3g}", mis, name=p, repro=repro)
     return None
 
@@ -247,10 +262,11 @@ def _local_mistake(case: Case, got: list[float], tol: Tolerance, data: float) ->
         "+": [("add.forgets_an_operand", [p[0] + u, p[1]] if len(p) > 1 else []),
               ("add.forgets_an_operand", [p[0], p[1] + u] if len(p) > 1 else [])],
         "tanh": [("tanh.uses_input", [u * (1 - x * x)]), ("tanh.drops_one_minus", [u * math.tanh(x) ** 2]),
-                 ("tanh.one_minus_t", [u * (1 - math.tanh(x))])],
+                 ("tanh.one_minus_t", [u * (1 - math.tanh(x))]), ("tanh.one_plus_t_squared", [u * (1 + math.tanh(x) ** 2)])],
         "exp": [("exp.derivative_is_input", [u * x]), ("exp.derivative_is_input", [u])],
         "**": [("pow.derivative_keeps_power", [u * case.get("k", 1) * x ** case.get("k", 1)]),
-               ("pow.derivative_keeps_power", [u * x ** (case.get("k", 1) - 1)])],
+               ("pow.derivative_keeps_power", [u * x ** (case.get("k", 1) - 1)]),
+               ("pow.exponent_off_by_one", [u * case.get("k", 1) * x ** (case.get("k", 1) + 1)])],
     }[op]
     for mis, values in wrong:
         if not values:
@@ -260,6 +276,18 @@ def _local_mistake(case: Case, got: list[float], tol: Tolerance, data: float) ->
                 return mis
         elif like(*(pi + v for pi, v in zip(p, values))) or like(*values):
             return mis
+    if op in ("+", "*") and len(set(ops)) == 2:  # one operand's rule wrong, the other's right
+        for i, j in ((0, 1), (1, 0)):
+            if not close(got[j], right[j]) or close(got[i], right[i]):
+                continue
+            if close(got[i], p[i]):
+                return f"{kind}.forgets_an_operand"
+            if close(got[i], p[i] - u * slopes[i]):
+                return f"{kind}.sign_flipped"
+            if any(close(got[i], p[i] + g * f) for g in (p[j], right[j]) for f in (1.0, u)):
+                return "add.uses_operand_grad" if op == "+" else "mul.uses_grad_for_data"
+    if all(close(g, pi) or close(g, pi - u * s) for g, pi, s in zip(got, p, slopes)):
+        return "node.sign_flipped"
     return None
 
 

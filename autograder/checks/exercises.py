@@ -30,11 +30,18 @@ def judge_derivative(case: Case, obs: Observation, tol: Tolerance) -> Failure | 
     """Central differences get within 1e-6 relative of the exact slope."""
     for (k, x), got in zip(case["points"], obs["values"]):
         want = EXACT[k](x)
-        if abs(got - want) > 1e-6 * max(1.0, abs(want)):
-            # A forward difference errs by about h * f''(x) / 2: same sign as f'', and small.
-            forward = (got - want) * CURVATURE[k](x) > 0 and abs(got - want) < 0.1 * max(1.0, abs(want))
-            mis = "derivative.forward_difference" if forward else None
-            if abs(got - 2 * want) <= 1e-6 * max(1.0, abs(want)):
+        close = 1e-6 * max(1.0, abs(want))
+        if abs(got - want) > close:
+            mis = None
+            if abs(got - want) < 0.1 * max(1.0, abs(want)):
+                if k == "poly":  # a central difference is exact on a parabola: a one-sided one errs by h * f''(x) / 2
+                    one_sided = (got - want) * CURVATURE[k](x)
+                    mis = "derivative.forward_difference" if one_sided > 0 else "derivative.backward_difference"
+                else:  # the parabola came out right: a central difference, its step too large
+                    mis = "derivative.step_too_large"
+            elif abs(got + want) <= close:  # the parabola's slope (positive) comes first: abs() shows at a negative one
+                mis = "derivative.sign_flipped" if want > 0 else "derivative.abs"
+            if abs(got - 2 * want) <= close:
                 mis = "derivative.no_half"
             return Failure(f"numerical_derivative of {SHOWN[k]} at x = {x}: expected {want:.10g} (exact), got {got:.10g}",
                            mis, method="numerical_derivative")
@@ -67,6 +74,11 @@ RELERR_MISTAKES = {
     "relerr.divides_by_b": lambda a, b: abs(a - b) / abs(b),
     "relerr.min": lambda a, b: abs(a - b) / min(abs(a), abs(b)),
     "relerr.no_abs": lambda a, b: (a - b) / max(abs(a), abs(b)),
+    "relerr.clipped": lambda a, b: min(1.0, abs(a - b) / max(abs(a), abs(b))),  # before sum_scale: both give 1 at -a, a
+    "relerr.percent": lambda a, b: 100 * abs(a - b) / max(abs(a), abs(b)),
+    "relerr.sum_scale": lambda a, b: abs(a - b) / (abs(a) + abs(b)),
+    "relerr.mean_scale": lambda a, b: abs(a - b) / ((abs(a) + abs(b)) / 2),
+    "relerr.floor_one": lambda a, b: abs(a - b) / max(abs(a), abs(b), 1.0),
 }
 
 
@@ -138,6 +150,10 @@ def untouched(grads: list[float]) -> bool:
     return all(g == 0 and math.copysign(1.0, g) > 0 for g in grads)
 
 
+# Each node's parent and, for a product, the other factor: d parent / d node is that factor's data (1 for a sum)
+MANUAL_PARENT = {"d": ("L", "f"), "f": ("L", "d"), "c": ("d", None), "e": ("d", None), "a": ("e", "b"), "b": ("e", "a")}
+
+
 def judge_manual(case: Case, obs: Observation, tol: Tolerance) -> Failure | None:
     """Each hand-filled grad against the numerical dL/dnode; none filled in is not done yet."""
     if untouched([obs[n][1] for n in MANUAL_NODES]):
@@ -149,6 +165,15 @@ def judge_manual(case: Case, obs: Observation, tol: Tolerance) -> Failure | None
         got = obs[n][1]
         if not grad_close(got, est, v["L"], tol.rtol, tol.atol):
             what, mis = MANUAL_HINTS[n]
+            if n in MANUAL_PARENT:
+                parent, other = MANUAL_PARENT[n]
+                local = v[other] if other else 1.0  # d parent / d n: the other factor's data, or 1 for a sum
+                upstream = obs[parent][1]  # the learner's own gradient of the parent, flowing in
+                if other and not grad_close(local * upstream, local, 1.0, 1e-9, 1e-12) and grad_close(got, local, 1.0,
+                                                                                                      1e-9, 1e-12):
+                    mis = "manual.missing_upstream"
+                elif other and any(grad_close(got, v[n] * up, 1.0, 1e-9, 1e-12) for up in (upstream, est / local if local else 0.0)):
+                    mis = "manual.mul_swaps"
             return Failure(f"{n}.grad: expected dL/d{n} = {est:.10g} (numerical), got {got:.10g}\n  ({what})", mis)
     return None
 
@@ -173,6 +198,10 @@ def judge_tanh_bricks(case: Case, obs: Observation, tol: Tolerance) -> Failure |
     for x, r in zip(case["inputs"], obs["results"]):
         if "error" in r:
             return Failure(f"{r['error']}\n  while calling tanh_from_bricks(Value({x!r})) and out.backward()", status=ERROR)
+        if not r["uses_tanh"] and r["nodes"] < 4 and r.get("reaches") is False:
+            return Failure(f"tanh_from_bricks(Value({x!r})): expected a graph of bricks that reaches x through _prev, got "
+                           f"{r['nodes']} node{'s' * (r['nodes'] != 1)} and no path to x", "tanh_bricks.graph_cut",
+                           method="tanh_from_bricks")
         if r["uses_tanh"] or r["nodes"] < 4:
             return Failure(f"tanh_from_bricks(Value({x!r})): expected a graph of bricks (at least 4 nodes, no tanh), got "
                            f"{r['nodes']} nodes" + (" and a tanh node" if r["uses_tanh"] else ""), "tanh_bricks.uses_tanh",
@@ -183,8 +212,11 @@ def judge_tanh_bricks(case: Case, obs: Observation, tol: Tolerance) -> Failure |
                            "tanh_bricks.wrong_formula", method="tanh_from_bricks")
         dwant = 1 - want * want
         if not grad_close(r["grad"], dwant, want, tol.rtol, tol.atol):
+            cut = r.get("reaches") is False  # out's graph never reaches x: the composition is built from numbers
             return Failure(f"x.grad after tanh_from_bricks(x).backward() at x = {x!r}: expected 1 - tanh(x)**2 = "
-                           f"{dwant:.10g}, got {r['grad']:.10g}", "tanh_bricks.brick_backward")
+                           f"{dwant:.10g}, got {r['grad']:.10g}" + (" (the output's graph does not reach x through "
+                                                                    "_prev)" if cut else ""),
+                           "tanh_bricks.graph_cut" if cut else "tanh_bricks.brick_backward", method="tanh_from_bricks")
     return None
 
 
@@ -230,6 +262,8 @@ def judge_grads_of(case: Case, obs: Observation, tol: Tolerance) -> Failure | No
                 mis = "grads_of.not_fresh" if n else None
                 if all(value_close(v, x, 1e-12) for v, x in zip(got, xs)):
                     mis = "grads_of.returns_data"
+                elif not n and all(v == 0 for v in got):
+                    mis = "grads_of.no_backward"
                 return Failure(f"{call}: gradient of {p} expected {est.value:.10g} (numerical), got {g:.10g}{again}",
                                mis, method="grads_of")
     return None

@@ -86,6 +86,7 @@ MISCONCEPTIONS: dict[str, str] = {
                                  "draw weights from a small range such as random.uniform(-1, 1)"),
     "neuron.graph_cut": ("the output is a new Value built from a plain number (such as Value(math.tanh(act.data))): the "
                          "graph is cut there, so no gradient can reach the weights; use the Value's own .tanh()"),
+    "neuron.missing_bias": "the neuron's output is tanh(w.x + b): the bias b is left out of the sum",
     "neuron.missing_tanh": "the neuron's output must be tanh(w.x + b); the tanh is missing",
     "neuron.bias_first": "parameters() lists each neuron's bias before its weights; the spec is weights then bias",
     "layer.returns_list_for_one": "Layer(nin, 1)(x) should return the one output Value itself, not a list",
@@ -109,11 +110,15 @@ MISCONCEPTIONS: dict[str, str] = {
     "manual.add_routes": "a sum routes the gradient flowing in unchanged to both terms (d = e + c: c.grad = d.grad)",
     "tanh_bricks.uses_tanh": "build tanh from the bricks (exp, +, -, /), not with x.tanh()",
     "tanh_bricks.wrong_formula": "tanh(x) = (e**(2x) - 1) / (e**(2x) + 1): check the formula",
-    "tanh_bricks.brick_backward": "the forward value is right, so one brick's backward is wrong: run its own check again",
+    "tanh_bricks.brick_backward": ("the forward value is right but the gradient is not: a brick's backward is wrong (its "
+                                   "own check says which), or part of your composition is built from plain numbers "
+                                   "(Value(... .data)), which cuts the graph there"),
     "grads_of.returns_data": "grads_of must return each leaf's .grad after backward(), not its .data",
     "grads_of.not_fresh": "start from fresh Values on every call: gradients left from an earlier call pile up",
     "derivative.forward_difference": ("this looks like a forward difference (f(x+h) - f(x)) / h, off by about h*f''(x)/2; "
                                       "the central difference (f(x+h) - f(x-h)) / (2h) is far closer"),
+    "derivative.backward_difference": ("this looks like a backward difference (f(x) - f(x-h)) / h, off by about "
+                                       "h*f''(x)/2; the central difference (f(x+h) - f(x-h)) / (2h) is far closer"),
     "relerr.zero_over_zero": "two zeros agree perfectly; avoid dividing 0 by 0",
     "relerr.max_without_abs": ("the scale must be max(abs(a), abs(b)): max(a, b) of two negative numbers is negative "
                                "(or smaller than the larger magnitude)"),
@@ -121,12 +126,116 @@ MISCONCEPTIONS: dict[str, str] = {
                             "same answer and b = 0 works: divide by max(abs(a), abs(b))"),
     "relerr.min": "divide by the larger magnitude, max(abs(a), abs(b)), not the smaller",
     "relerr.no_abs": "the error is a distance: take abs(a - b)",
+    # local rules: more wrong versions, recognised from one out._backward() call
+    "add.sign_flipped": "+ passes out.grad on unchanged to both operands: `+= out.grad`, not `-= out.grad`",
+    "mul.sign_flipped": "* adds (the other operand's data) * out.grad to each operand's grad: `+=`, not `-=`",
+    "node.sign_flipped": "the gradient was subtracted: a _backward must ADD its contribution, `grad += ...`",
+    "add.uses_operand_grad": ("+ must route out.grad, the gradient flowing in, to both operands; this adds another "
+                              "operand's .grad (self.grad += out.grad, other.grad += out.grad)"),
+    "mul.uses_grad_for_data": ("in __mul__, each operand's gradient is the OTHER operand's DATA times out.grad; this uses "
+                               "an operand's .grad where its .data belongs (other.grad += self.data * out.grad)"),
+    "mul.forgets_an_operand": ("* must pass a gradient to BOTH operands: self.grad += other.data * out.grad and "
+                               "other.grad += self.data * out.grad"),
+    "tanh.one_plus_t_squared": "the local derivative of tanh is 1 - t**2 (minus); this looks like 1 + t**2",
+    "pow.exponent_off_by_one": ("d/dx x**n is n * x**(n-1): the exponent goes DOWN by one; this looks like "
+                                "n * x**(n+1)"),
+    # a brick whose graph is cut, or whose _backward does nothing (seen through a whole expression)
+    **{f"{kind}.graph_cut": (f"the result of {sym} does not reach its operands through _prev, so the graph is cut there "
+                             f"and no gradient flows back: build {sym} from Value operations (or create the result "
+                             "with its operands as children), never from plain numbers such as Value(-self.data)")
+       for kind, sym in (("neg", "-a"), ("sub", "a - b"), ("div", "a / b"), ("rsub", "number - a"),
+                         ("rtruediv", "number / a"), ("radd", "number + a"), ("rmul", "number * a"))},
+    **{f"{kind}.no_backward": (f"the result of {sym} remembers its operands, but no gradient comes out of it: its "
+                               "_backward is missing or does nothing; build it from operations that have one "
+                               "(a / b = a * b**-1, -a = a * -1) or define out._backward")
+       for kind, sym in (("tanh", "x.tanh()"), ("exp", "x.exp()"), ("pow", "x ** k"), ("neg", "-a"),
+                         ("sub", "a - b"), ("div", "a / b"), ("rsub", "number - a"), ("rtruediv", "number / a"),
+                         ("radd", "number + a"), ("rmul", "number * a"))},
+    "rtruediv.operands_inverted": ("2 / a calls a.__rtruediv__(2): `other` is the number on the LEFT, so the result "
+                                   "is other / self, other * self**-1; this computes self / other"),
+    # structure, when learner code raised
+    "node.returns_float": ("an operation must return a new Value, Value(result, (self, other), op), not a plain number: "
+                           "the graph needs Values to walk back through"),
+    "node.number_on_the_left": ("a number on the LEFT of a Value (such as -1 * self, or -other + self when other is a "
+                                "number) needs __rmul__ / __radd__, which come in the exercise 'numbers on the left'; "
+                                "until then keep the Value on the left: self * -1, self + (-other)"),
+    "mse.fixed_count": "the mean divides by the number of examples, len(xs), not a fixed number",
+    "repr.prints_instead_of_returning": ("__repr__ must RETURN the text (return f\"Value(data={self.data})\"), "
+                                         "not print it"),
+    "layer.returns_one_output": ("Layer(nin, nout)(x) must return the list of all nout outputs (one per neuron), and "
+                                 "only with nout == 1 the one Value itself"),
+    "layer.shared_neuron": ("every output of the layer is the same: the layer holds one Neuron nout times "
+                            "([Neuron(nin)] * nout); make a new one each time: [Neuron(nin) for _ in range(nout)]"),
+    "mlp.layers_not_chained": ("each layer must take the previous layer's output: `x = layer(x)` in the loop, then "
+                               "return x; this feeds every layer the original input"),
+    "mse.not_squared": "each error must be squared, (model(x) - y) ** 2, before summing: positive and negative errors cancel",
+    "mse.square_of_sum": ("square each error, then sum: sum((model(x) - y) ** 2 ...); this squares the sum of the "
+                          "errors, where positive and negative errors cancel"),
+    "train.ignores_steps": ("train must take exactly `steps` steps and record one loss per step: "
+                            "for _ in range(steps), with the steps argument it is given"),
+    "train.steps_off_by_one": ("train recorded one loss too many or too few: take exactly `steps` steps, "
+                               "for _ in range(steps), recording one loss each"),
+    "train.partial_zero_grad": ("the first step is right but the later ones drift: some parameters' gradients are "
+                                "never zeroed, so they pile up; before backward(), set p.grad = 0 for EVERY p in "
+                                "model.parameters()"),
+    "derivative.sign_flipped": "the slope has the wrong sign: it is (f(x + h) - f(x - h)) / (2h), the later point first",
+    "derivative.abs": "the slope can be negative: do not take abs() of the difference",
+    "derivative.step_too_large": ("close, but not close enough: a central difference with a large step; use the small "
+                                  "h you are given (the default h)"),
+    "relerr.percent": "the relative error is a fraction, not a percentage: do not multiply by 100",
+    "relerr.sum_scale": "divide by the larger magnitude, max(abs(a), abs(b)), not by their sum",
+    "relerr.mean_scale": "divide by the larger magnitude, max(abs(a), abs(b)), not by their mean",
+    "relerr.floor_one": ("divide by max(abs(a), abs(b)) alone: a floor of 1 turns the error into an absolute one for "
+                         "small numbers"),
+    "relerr.clipped": "do not clip the error at 1: two numbers of opposite sign are 2 apart, relative to the larger",
+    "manual.missing_upstream": ("each gradient is the local derivative TIMES the gradient flowing in from above "
+                                "(the chain rule): e = a * b gives a.grad = b.data * e.grad, not b.data alone"),
+    "tanh_bricks.graph_cut": ("x.grad stayed 0 though every brick passes its own check: your composition cuts the "
+                              "graph, a brick built from plain numbers (such as Value(math.exp(2 * x.data))); build "
+                              "it with Value operations, such as (2 * x).exp()"),
+    "grads_of.no_backward": ("the leaves' grads stayed 0: call f on the very leaf Values you read, then .backward() on "
+                             "its output, before reading each leaf's .grad"),
     # how a failure can have no diagnosis of its own
+    "common.raised": ("your code raised an error while the check ran: the error and the line it names are above; run "
+                      "the reproduce lines to see it yourself"),
+    "common.timeout": "your code did not finish in time: look for a loop that never ends",
+    "common.endless_recursion": ("a method calls itself without end (such as __radd__ returning other + self, which "
+                                 "calls __radd__ again): call the operation the other way round, self + other"),
     "common.leftover_raise": ("your code is there, but the stub's `raise NotImplementedError()` line below it is still "
                               "there and stops it: delete that line"),
     MALFORMED_OBSERVATION: (
         "the numbers came back in a shape the grader's own probe never produces: learner code interfered with the check"),
 }
+
+
+# Errors of learner code recognised from their text: (pattern, misconception); the first match wins.
+ERROR_MISCONCEPTIONS: tuple[tuple[str, str], ...] = (
+    (r"did not finish within", "common.timeout"),
+    (r"^RecursionError", "common.endless_recursion"),
+    (r"__repr__ returned non-string \(type NoneType\)", "repr.prints_instead_of_returning"),
+    (r"gave a (float|int)\b.*not a Value", "node.returns_float"),
+    (r"a child in some node's _prev is a (float|int)\b", "node.wrong_children"),
+    (r"^Layer\(\d+, \d+\)\(x\) returned <", "layer.returns_one_output"),
+    (r"unsupported operand type\(s\) for \S+: '(int|float)' and 'Value'", "node.number_on_the_left"),
+)
+
+
+def error_misconception(error: str) -> str:
+    """The misconception an error of learner code points at: a known one, or common.raised."""
+    import re
+
+    return next((m for pattern, m in ERROR_MISCONCEPTIONS if re.search(pattern, error)), "common.raised")
+
+
+def fallback_id(check_name: str) -> str:
+    """The id of a failure of check `check_name` that no known mistake explains."""
+    return f"{check_name}.wrong_result"
+
+
+def fallback_sentence(description: str) -> str:
+    """The sentence for a check's fallback id, from what the check tests."""
+    return (f"the numbers are not yet right for this check ({description}): compare each number with the expected "
+            "one (where reproduce lines are shown, run them to see the case yourself)")
 
 
 # The method a misconception lives in, by its id's prefix (for diagnoses whose numbers come from a whole expression).
@@ -136,7 +245,8 @@ METHOD_OF = {"add": "Value.__add__", "mul": "Value.__mul__", "div": "Value.__tru
              "neuron": "Neuron", "layer": "Layer", "mlp": "MLP", "net": "parameters()", "mse": "mse_loss",
              "train": "train", "derivative": "numerical_derivative", "relerr": "relative_error",
              "manual": "the hand-filled grads", "tanh_bricks": "tanh_from_bricks", "grads_of": "grads_of",
-             "common": "any exercise"}
+             "common": "any exercise", "neg": "Value.__neg__", "rsub": "Value.__rsub__",
+             "rtruediv": "Value.__rtruediv__", "radd": "Value.__radd__", "rmul": "Value.__rmul__"}
 
 
 def method_prefix(misconception: str | None) -> str:

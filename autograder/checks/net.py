@@ -68,6 +68,31 @@ def judge_init(case: Case, obs: Observation, tol: Tolerance) -> Failure | None:
     return None
 
 
+def _without_bias(weights: Sequence[float], nin: int, nouts: Sequence[int]) -> list[float]:
+    """The same parameters with every bias 0: what a neuron computes when it leaves its bias out."""
+    out, k, sizes = list(weights), 0, [nin, *nouts]
+    for fan_in, n in zip(sizes, nouts):
+        for _ in range(n):
+            k += fan_in
+            out[k] = 0.0
+            k += 1
+    return out
+
+
+def _last_layer_on_input(weights: Sequence[float], nouts: Sequence[int], x: Sequence[float]) -> list[float]:
+    """The outputs of an MLP that feeds every layer the original input, so only the last layer's counts (its zip
+    over weights and inputs stopping at the shorter)."""
+    import math
+
+    nin_last, n = nouts[-2], nouts[-1]
+    last = list(weights[len(weights) - (nin_last + 1) * n:])
+    outs = []
+    for k in range(n):
+        chunk = last[k * (nin_last + 1): (k + 1) * (nin_last + 1)]
+        outs.append(math.tanh(sum(w * xi for w, xi in zip(chunk[:-1], x)) + chunk[-1]))
+    return outs
+
+
 def judge_forward(kind: str) -> Callable[[Case, Observation, Tolerance], Failure | None]:
     """Parameter count, outputs against the grader's own tanh layers (with a hint on order), and no graph cut."""
 
@@ -96,6 +121,14 @@ def judge_forward(kind: str) -> Callable[[Case, Observation, Tolerance], Failure
                 mis = "neuron.bias_first"
             elif all(value_close(g, w, 1e-9) for g, w in zip(got, nref.forward(weights, nin, nouts, x, activation=False))):
                 mis = "neuron.missing_tanh"
+            elif all(value_close(g, w, 1e-9) for g, w in zip(got, nref.forward(_without_bias(weights, nin, nouts), nin,
+                                                                                  nouts, x))):
+                mis = "neuron.missing_bias"
+            elif kind == "Layer" and len(got) > 1 and len(set(got)) == 1 and len(set(want)) > 1:
+                mis = "layer.shared_neuron"  # one Neuron listed nout times: the last weights set win everywhere
+            elif kind == "MLP" and len(nouts) > 1 and all(value_close(g, w, 1e-9)
+                                                          for g, w in zip(got, _last_layer_on_input(weights, nouts, x))):
+                mis = "mlp.layers_not_chained"
             show = "model(x).data" if kind != "Layer" or nouts[0] == 1 else "[o.data for o in model(x)]"
             repro = net_repro(call, weights, f"x = {x!r}", f"print({show})  # expected {msg.fmt(want)}")
             return Failure(f"{call}(x) at x = {x} with weights set through parameters(): expected {msg.fmt(want)}, "
@@ -133,17 +166,18 @@ register(Check("mlp_forward", ("MLP",), "MLP(nin, nouts): parameters in order, l
 # ---------------------------------------------------------------- loss and training
 
 LOSS_SHAPE = (2, [3, 1])
-LOSS_DATA_SIZE = 4
+LOSS_DATA_SIZES = [3, 5, 6]  # never 4, the size of notebook 6's own toy data set
 
 
 def loss_cases(rng: random.Random, hidden: bool) -> list[Case]:
     """A small model's weights and a four-example data set."""
     nin, nouts = LOSS_SHAPE
     cases = []
-    for _ in range(2 if hidden else 1):
+    sizes = rng.sample(LOSS_DATA_SIZES, 2 if hidden else 1)  # a mean over a fixed count (`/ 4`) fails somewhere
+    for size in sizes:
         weights = nref.random_weights(rng, nin, nouts)
-        xs = [[round(rng.uniform(-1, 1), 3) for _ in range(nin)] for _ in range(LOSS_DATA_SIZE)]
-        ys = [rng.choice((-1.0, 1.0)) * round(rng.uniform(0.5, 1.0), 3) for _ in range(LOSS_DATA_SIZE)]
+        xs = [[rng.choice((-1.0, 1.0)) * round(rng.uniform(0.2, 1), 3) for _ in range(nin)] for _ in range(size)]
+        ys = [rng.choice((-1.0, 1.0)) * round(rng.uniform(0.5, 1.0), 3) for _ in range(size)]
         cases.append({"probe": "loss", "nin": nin, "nouts": nouts, "weights": weights, "xs": xs, "ys": ys})
     return cases
 
@@ -163,6 +197,14 @@ def judge_loss(case: Case, obs: Observation, tol: Tolerance) -> Failure | None:
     setup = [f"xs = {xs!r}; ys = {ys!r}", "loss = mse_loss(model, xs, ys)"]
     if not value_close(obs["data"], want, tol.forward_rtol):
         mis = "mse.is_sum" if value_close(obs["data"], want * len(xs), 1e-9) else None
+        errors = [nref.forward(weights, nin, nouts, x)[0] - y for x, y in zip(xs, ys)]
+        for m, wrong in (("mse.not_squared", sum(errors) / len(xs)), ("mse.not_squared", -sum(errors) / len(xs)),
+                         ("mse.square_of_sum", sum(errors) ** 2 / len(xs)), ("mse.square_of_sum", sum(errors) ** 2)):
+            if mis is None and value_close(obs["data"], wrong, 1e-9):
+                mis = m
+        for k in range(2, 11):  # a mean over a fixed count: the data sets differ in size from case to case
+            if mis is None and k != len(xs) and value_close(obs["data"], want * len(xs) / k, 1e-9):
+                mis = "mse.fixed_count"
         repro = net_repro(f"MLP({nin}, {nouts})", weights, *setup, f"print(loss.data)  # expected {want:.10g}")
         return Failure(f"{where}: expected {want:.10g}, got {obs['data']:.10g}", mis, repro=repro)
     est = nref.mse_gradient(weights, nin, nouts, xs, ys)
@@ -186,15 +228,16 @@ register(Check("mse_loss_backward", ("MLP", "mse_loss"), "mse_loss is the mean s
                loss_cases, judge_loss, group="net", during=loss_during, prerequisites=("mlp_forward",),
                owns=("mse_loss",), isolate=NET_ENGINE))
 
-TRAIN_STEPS = 5
-TRAIN_LRS = (0.07, 0.13)  # never 0.1, the step size a train() that ignores its lr would likely use
+TRAIN_STEPS = [3, 7, 8]  # at least 2 away from 5 and 10, the counts a train() that ignores its steps would likely use
+TRAIN_LRS = [0.07, 0.09, 0.13]  # never 0.1 or 0.05, the step sizes a train() that ignores its lr would likely use
 
 
 def train_cases(rng: random.Random, hidden: bool) -> list[Case]:
     """Loss cases plus a step count and learning rate."""
     cases = loss_cases(rng, hidden)
-    for i, c in enumerate(cases):
-        c.update(probe="train", steps=TRAIN_STEPS, lr=TRAIN_LRS[i % len(TRAIN_LRS)])
+    steps, lrs = rng.sample(TRAIN_STEPS, len(cases)), rng.sample(TRAIN_LRS, len(cases))  # each case its own
+    for c, n, lr in zip(cases, steps, lrs):
+        c.update(probe="train", steps=n, lr=lr)
     return cases
 
 
@@ -241,8 +284,11 @@ def judge_train(case: Case, obs: Observation, tol: Tolerance) -> Failure | None:
                 mis = "train.ignores_lr"
     if mis is None and len(got) > 1 and all(x == got[0] for x in got):
         mis = "train.loss_never_changes"
+    if mis is None and len(got) >= 3 and same(got[:2], want[:2]):
+        mis = "train.partial_zero_grad"  # the first update is right (its gradients were fresh), later ones drift
     if len(got) != len(want):
-        return Failure(f"{where} returned {len(got)} losses, expected one per step ({len(want)})", repro=repro)
+        mis = "train.steps_off_by_one" if abs(len(got) - len(want)) == 1 else "train.ignores_steps"
+        return Failure(f"{where} returned {len(got)} losses, expected one per step ({len(want)})", mis, repro=repro)
     return Failure(f"{where}: expected losses {msg.fmt(want)} (plain gradient descent from the same weights), "
                    f"got {msg.fmt(got)}", mis, repro=repro)
 

@@ -96,11 +96,29 @@ def _judge(check: Check, hidden: bool, tolerance: Tolerance, prober: Prober,
     for case in check.make_cases(hidden, secret):
         failure = verdict(check, case, prober.observe(check.name, case), tolerance)
         if failure:
+            failure = with_misconception(check, failure)
             own_stub = failure.status == NOT_IMPLEMENTED and _is_own(check, failure.method)
             raised_in = failure.method if failure.status in (NOT_IMPLEMENTED, ERROR) else None
             return _result(check, failure.status, failure.message(), failure.misconception, repro=failure.repro,
                            raised_in=raised_in), own_stub
     return _result(check, PASSED, check.description), True
+
+
+def with_misconception(check: Check, failure: Failure) -> Failure:
+    """Every failure carries an id: a known mistake, a recognised error of learner code, or the check's fallback.
+
+    An error recognised from its text names the check's own method when the check has only one."""
+    if failure.misconception or failure.status not in (FAILED, ERROR):
+        return failure
+    if failure.status == FAILED:
+        return dataclasses.replace(failure, misconception=msg.fallback_id(check.name))
+    mis = msg.error_misconception(failure.what)
+    what = failure.what
+    own = check.own_methods
+    if mis != "common.raised" and len(own) == 1 and not failure.method and not what.startswith(own[0]):
+        what = f"{own[0]}: {what}"
+    what, mark, repro = what.partition(msg.REPRO_MARK)  # the hint goes before the reproduce lines
+    return dataclasses.replace(failure, misconception=mis, what=what, repro=mark + repro + failure.repro)
 
 
 def _is_own(check: Check, where: str | None) -> bool:

@@ -30,6 +30,12 @@ def probe_expression(ns: Namespace, case: Case) -> Observation:
         out.backward()
         obs["root_grad"] = read_number(out.grad, "out.grad after backward()")
         obs["grads"] = [read_number(leaf.grad, f"{p}.grad") for p, leaf in zip(params, leaves)]
+        try:  # which leaves the graph reaches through _prev (a cut one does not); unknown when _prev is odd
+            nodes, _ = walk_graph(out, 10_000)
+            ids = {id(n) for n in nodes}
+            obs["reaches"] = [id(leaf) in ids for leaf in leaves]
+        except LearnerError:
+            obs["reaches"] = None
     return obs
 
 

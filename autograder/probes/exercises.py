@@ -71,7 +71,8 @@ def _tanh_bricks_at(ns: Namespace, x: float) -> dict[str, Any]:
     ops = [op_text(n) for n in nodes]
     data = read_number(out.data, "tanh_from_bricks(x).data")
     out.backward()
-    return {"data": data, "grad": read_number(leaf.grad, "x.grad"), "nodes": len(nodes), "uses_tanh": "tanh" in ops}
+    return {"data": data, "grad": read_number(leaf.grad, "x.grad"), "nodes": len(nodes), "uses_tanh": "tanh" in ops,
+            "reaches": any(n is leaf for n in nodes)}
 
 
 def probe_grads_of(ns: Namespace, case: Case) -> Observation:

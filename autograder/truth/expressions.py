@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from ..probes.graphs import compile_expression  # the same text runs on the learner's Values
+from .numeric import partial_derivative
 
 
 class Num(float):
@@ -51,6 +53,11 @@ class Num(float):
         return Num(math.exp(float(self)))
 
 
+def _on_floats(fn: Callable[..., object]) -> Callable[..., float]:
+    """An expression's function evaluated on the grader's own floats."""
+    return lambda *xs: float(fn(*(Num(x) for x in xs)))  # type: ignore[arg-type]
+
+
 @dataclass(frozen=True)
 class Expr:
     """A small graph: statements over the leaves, the last one assigning `out`."""
@@ -80,6 +87,22 @@ class Expr:
     def reference(self, *xs: float) -> float:
         """The grader's own float value of the expression."""
         return float(self.function(*(Num(x) for x in xs)))
+
+    def one_use_partials(self, param: str, xs: Sequence[float]) -> list[float]:
+        """For a leaf the source uses more than once: the gradient through each use alone (the others held fixed).
+
+        A leaf whose gradient equals one of these lost the others: some _backward set `grad = ...` where it must
+        accumulate `grad += ...`."""
+        spans = [m.span() for m in re.finditer(rf"\b{re.escape(param)}\b", self.source)]
+        if len(spans) < 2:
+            return []
+        i, alone = self.params.index(param), f"{param}__alone"
+        partials = []
+        for start, end in spans:
+            body = self.source[:start] + alone + self.source[end:]
+            partials.append(partial_derivative(_on_floats(compile_expression((*self.params, alone), body)),
+                                               [*xs, xs[i]], len(xs)).value)
+        return partials
 
     def repro(self, inputs: Sequence[float], expected: Sequence[float] | None = None, backward: bool = True) -> str:
         """Lines a learner can paste to rebuild this graph and print its gradients (or, forward only, its value)."""
