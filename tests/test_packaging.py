@@ -95,7 +95,7 @@ def test_no_doc_tells_nbgrader_to_take_a_config_file_it_ignores():
 def run_imports_cells(cwd: Path) -> list[list[dict]]:
     """Outputs of every notebook's imports cell, run in one real kernel (working in cwd) that cannot import autograder."""
     block = nbformat.v4.new_code_cell('import sys\nsys.modules["autograder"] = None  # what a kernel without it raises')
-    nb = nbformat.v4.new_notebook(cells=[block, *(imports_cell(p) for p in NOTEBOOKS)])
+    nb = nbformat.v4.new_notebook(cells=[block, *(nbformat.v4.new_code_cell(imports_cell(p).source) for p in NOTEBOOKS)])
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     NotebookClient(nb, kernel_name="python3", allow_errors=True, timeout=60,
                    resources={"metadata": {"path": str(cwd)}}).execute()
