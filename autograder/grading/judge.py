@@ -83,19 +83,16 @@ def judge_one(observer: Observer, check: Any, hidden: bool, tolerance: Tolerance
     return judge_all(observer, [check], hidden, tolerance, secret)[0]
 
 
-def tabulated(observer: Observer, check: Any, tolerance: Tolerance, hidden_secret: bytes | bool | None = False) -> bool:
+def tabulated(observer: Observer, check: Any, tolerance: Tolerance, hidden: bool = False,
+              secret: bytes | None = None) -> bool:
     """True when the check passes its inputs but fails them nudged: the answers are looked up, not computed.
 
-    Visible inputs are all moved by one random 0.05-0.2%. With `hidden_secret` (the course secret, or None for the package's
-    hidden cases), one hidden case picked at random is nudged by a random amount: a table of every input the
-    grader ever used (hidden ones leak into a notebook's own feedback if it prints them) cannot hold it.
+    Visible inputs are all moved by one random 0.05-0.2%; with `hidden`, one of the hidden cases (drawn from the
+    course `secret`) picked at random is: a table of every input the grader ever used (hidden ones leak into a
+    notebook's own feedback if it prints them) cannot hold it.
     """
-    if hidden_secret is False:
-        cases = check.make_cases(False)
-        moved = nudge(cases, random_nudge())  # random too: the visible inputs and any fixed nudge of them are public
-    else:
-        cases = [_RANDOM.choice(check.make_cases(True, hidden_secret))]
-        moved = nudge(cases, random_nudge())
+    cases = [_RANDOM.choice(check.make_cases(True, secret))] if hidden else check.make_cases(False)
+    moved = nudge(cases, random_nudge())  # random: the visible inputs and any fixed nudge of them are public
     if moved == cases:
         return False  # nothing to nudge (no float inputs): no evidence either way
     variant = dataclasses.replace(check, cases=lambda rng, hide, moved=moved: moved)
@@ -132,7 +129,7 @@ def judge_cell(observer: Observer, calls: Sequence[CheckCall], tolerance: Tolera
                   and result.status != NOT_IMPLEMENTED and tabulated(observer, check, tolerance)):
                 flags.append(f"hard-coded answers? {name} passes its visible inputs but fails the same inputs "
                              "moved by a random 0.05-0.2% (and its hidden inputs)")
-            elif call.hidden and result.passed and tabulated(observer, check, tolerance, secret):
+            elif call.hidden and result.passed and tabulated(observer, check, tolerance, True, secret):
                 flags.append(f"hard-coded answers? {name} passes its hidden inputs but fails one of them moved by "
                              "a random 0.05-0.2%")
                 result = dataclasses.replace(result, passed=False, points=0.0, status=FAILED, message=(

@@ -11,23 +11,17 @@ from nbgrader.api import Gradebook, MissingEntry
 from .. import checks as catalog
 
 
-def _password(db_url: str) -> str | None:
+def without_password(db_url: str, text: str | None = None) -> str:
+    """`text` (by default the gradebook's URL itself) as an error message may show it: the URL's password as ***."""
     try:
         from sqlalchemy.engine import make_url
 
-        return make_url(db_url).password
-    except Exception:
-        return None
-
-
-def shown_url(db_url: str) -> str:
-    """The gradebook's URL as an error message may show it: any password replaced by ***."""
-    try:
-        from sqlalchemy.engine import make_url
-
-        return make_url(db_url).render_as_string(hide_password=True)
-    except Exception:  # not a URL SQLAlchemy can parse: nothing in it to hide as a password, but be safe
-        return db_url.split("@", 1)[-1] if "@" in db_url else db_url
+        url = make_url(db_url)
+    except Exception:  # not a URL SQLAlchemy can parse: show no credentials part at all
+        return (db_url.split("@", 1)[-1] if "@" in db_url else db_url) if text is None else text
+    if text is None:
+        return url.render_as_string(hide_password=True)
+    return text.replace(url.password, "***") if url.password else text
 
 
 class GradingError(Exception):
@@ -118,7 +112,7 @@ def load_assignment(db_url: str, assignment: str) -> AssignmentSpec:
             try:
                 record = gb.find_assignment(assignment)
             except MissingEntry:
-                raise GradingError(f"assignment {assignment!r} is not in the gradebook ({shown_url(db_url)}): "
+                raise GradingError(f"assignment {assignment!r} is not in the gradebook ({without_password(db_url)}): "
                                    f"run `nbgrader generate_assignment {assignment}` first") from None
             for nb in sorted(record.notebooks, key=lambda n: n.name):
                 points = {g.name: float(g.max_score) for g in nb.grade_cells}
@@ -134,10 +128,8 @@ def load_assignment(db_url: str, assignment: str) -> AssignmentSpec:
     except GradingError:
         raise
     except Exception as exc:
-        said = str(exc).splitlines()[0][:200] if str(exc) else ""
-        secret = _password(db_url)
-        said = said.replace(secret, "***") if secret else said
-        raise GradingError(f"cannot read the gradebook {shown_url(db_url)}: {type(exc).__name__}: {said}") from None
+        said = without_password(db_url, str(exc).splitlines()[0][:200] if str(exc) else "")
+        raise GradingError(f"cannot read the gradebook {without_password(db_url)}: {type(exc).__name__}: {said}") from None
     if not notebooks:
         raise GradingError(f"assignment {assignment!r} has no notebooks in the gradebook: "
                            f"run `nbgrader generate_assignment {assignment}` first")
