@@ -15,6 +15,7 @@ STYLES = {
     "identity_fancy": "__eq__/__hash__ written as identity, fancy __repr__, a node factory",
     "depth_schedule": "longest-path depth schedule, dict-view children, grads built with `=` of a sum",
     "module_zero_grad": "micrograd Module.zero_grad, repr rounded to 2 decimals, int seed 1",
+    "times_label": "a constructor that takes a label second, _op '×' and '＋', capital op names, keyword children",
 }
 
 
@@ -37,3 +38,48 @@ def test_correct_engine_style_passes_hidden_inputs(name, engine_path):
 def test_styles_are_distinct_files(engine_path):
     texts = {engine_path(n).read_text() for n in STYLES}
     assert len(texts) == len(STYLES) >= 6
+
+
+def _defines(ns, target: str) -> bool:
+    from autograder.probes import is_defined
+
+    return is_defined(ns, target)
+
+
+@pytest.mark.parametrize("hidden", [False, True])
+def test_micrograd_passes_every_check_of_the_methods_it_has(engine_path, hidden):
+    """Karpathy's micrograd 0.1.0 engine (no tanh, no exp, no net): every check whose targets it defines passes,
+    and every other one names only methods it really lacks."""
+    ns = load(engine_path("micrograd_010")).namespace
+    results = run_checks(catalog.notebook_checks(), ns, hidden=hidden)
+    for r in results:
+        lacks = [t for t in catalog.get(r.name).needs if not _defines(ns, t)]
+        if lacks:
+            assert r.status == "not_implemented" and all(t in r.message for t in lacks), (r.name, r.message)
+            assert not any(t in r.message for t in r.targets if t not in lacks), (r.name, r.message)
+        else:
+            assert r.passed, (r.name, r.message)
+    assert sum(r.passed for r in results) >= 19
+
+
+NUMBER_CHECKS = {"neg_sub_backward": "a - 1.5", "div_backward": "/ 2.0"}  # a number on the right is what they test
+
+
+@pytest.mark.parametrize("hidden", [False, True])
+def test_an_engine_without_number_coercion_passes_every_check_of_value_operands(engine_path, hidden):
+    ns = load(engine_path("no_coercion")).namespace
+    results = {r.name: r for r in run_checks(catalog.notebook_checks(), ns, hidden=hidden)}
+    for name, r in results.items():
+        if name in NUMBER_CHECKS:  # fails, saying it is the number on the right
+            assert not r.passed and NUMBER_CHECKS[name] in r.message and r.misconception == "node.number_not_wrapped"
+        elif any(not _defines(ns, t) for t in catalog.get(name).needs):
+            assert r.status == "not_implemented", (name, r.message)
+        else:
+            assert r.passed, (name, r.message)
+
+
+def test_each_check_needs_exactly_what_the_probes_ask_for():
+    """A check's declared targets (less object's identity defaults) are what the probe side requires defined."""
+    from autograder.probes import NEEDS
+
+    assert {c.name: c.needs for c in catalog.CHECKS} == {k: tuple(v) for k, v in NEEDS.items()}

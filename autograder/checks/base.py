@@ -66,6 +66,7 @@ class Failure:
         return self.what + hint_line(self.misconception, self.name) + self.repro
 
 
+DEFAULTED = ("Value.__eq__", "Value.__hash__")  # object's identity is the default, and the right one
 Judge = Callable[[Case, Observation, Tolerance], "Failure | None"]
 
 
@@ -92,6 +93,12 @@ class Check:
     prerequisites: tuple[str, ...] = ()
     during: Callable[[Case], str] | None = field(default=None, compare=False)  # what ran, when learner code raised
     tags: tuple[str, ...] = field(default=())
+
+    @property
+    def needs(self) -> tuple[str, ...]:
+        """The targets that must be defined before the check can run: all but those object gives every class
+        (identity `__eq__`/`__hash__`); the probes' NEEDS table holds exactly these (a test proves it)."""
+        return tuple(t for t in self.targets if t not in DEFAULTED)
 
     @property
     def own_methods(self) -> tuple[str, ...]:

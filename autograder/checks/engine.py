@@ -45,9 +45,9 @@ EXPRESSIONS.update({
     # order
     "chain": Expr(("a", "b", "c"), "(a * b) * c", exact=lambda a, b, c: (b * c, a * c, a * b)),
     "chain_up": Expr(("a", "b", "c"), "(a * b + c) * a", upstream=3.0),
-    "shared": Expr(("x",), "y = x * x\nout = y * 2 + y * 3", exact=lambda x: (10 * x,),
+    "shared": Expr(("x",), "y = x * x\nout = y * Value(2.0) + y * Value(3.0)", exact=lambda x: (10 * x,),
                    misconception="backward.topological_order"),
-    "skip_mul": Expr(("x",), "y = x * x\nout = y + (y * 2.5) * 1.5", exact=lambda x: (2 * x * 4.75,),
+    "skip_mul": Expr(("x",), "y = x * x\nout = y + (y * Value(2.5)) * Value(1.5)", exact=lambda x: (2 * x * 4.75,),
                      misconception="backward.topological_order"),
     "diamond": Expr(("a", "b"), "c = a * b\nd = c + a\ne = c * d\nout = e + d * b", misconception="backward.topological_order"),
     # distinct nodes with equal data
@@ -202,7 +202,7 @@ def judge_backward(case: Case, obs: Observation, tol: Tolerance) -> Failure | No
     edges = [(p, c) for p, c, _ in case["edges"]]
     inner = sorted({p for p, _ in edges})
     calls = obs["calls"]
-    where = (f"Value.backward, on a graph of {n} nodes made with Value(data, children) whose _backward functions are "
+    where = (f"Value.backward, on a graph of {n} nodes made with Value(data), their _prev set, whose _backward functions are "
              "the grader's own (so only backward() itself is tested)")
     if not calls:
         return Failure(f"{where}: called no _backward at all; expected {len(inner)} calls", "backward.never_calls",
@@ -317,7 +317,8 @@ def ladder_cases(rng: random.Random, hidden: bool) -> list[Case]:
 
 
 def _ladder_where(case: Case) -> str:
-    return f"a ladder of {LADDER_RUNGS} rungs `y = y * 0.5 + y * 0.5` from x = Value({case['x']!r}), out = y * 3.0"
+    return (f"a ladder of {LADDER_RUNGS} rungs `y = y * Value(0.5) + y * Value(0.5)` from x = Value({case['x']!r}), "
+            "out = y * Value(3.0)")
 
 
 def judge_ladder(case: Case, obs: Observation, tol: Tolerance) -> Failure | None:

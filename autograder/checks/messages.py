@@ -196,6 +196,31 @@ MISCONCEPTIONS: dict[str, str] = {
     "grads_of.no_backward": ("the leaves' grads stayed 0: call f on the very leaf Values you read, then .backward() on "
                              "its output, before reading each leaf's .grad"),
     # how a failure can have no diagnosis of its own
+    "api.missing_attribute": ("a Value must have every attribute of the fixed API, data, grad, _prev, _op and "
+                              "_backward (set in __init__); the error above names the one missing"),
+    "node.backward_is_none": ("a node's _backward is None: `out._backward = _backward()` CALLS the function and stores "
+                              "what it returns (None); store the function itself, out._backward = _backward"),
+    "common.inplace_returns_none": ("list.reverse(), sort(), append() and extend() change the list in place and "
+                                    "return None, and the line above uses that None: call them on a line of their "
+                                    "own, or use reversed(topo) / sorted(...)"),
+    "common.none_called": ("the line above calls something that is None: a name meant to hold a function holds None "
+                           "(assigned the result of a call, `= f()`, where the function itself, `= f`, belongs)"),
+    "grads_of.passes_a_list": ("f takes its inputs as separate arguments, f(a, b): call it f(*leaves), not with the "
+                               "list f(leaves)"),
+    "common.argument_count": ("a function got another number of arguments than it takes (see the error): a list "
+                              "passed where separate arguments belong needs a star, f(*items)"),
+    "common.backward_on_number": (".backward() was called on a plain number: call it on the output Value itself "
+                                  "(built from Value leaves), never on .data or on a function's float result"),
+    "node.number_not_wrapped": ("a plain number reached a Value method where a Value belongs (such as a - 1.5): wrap "
+                                "it first, other = other if isinstance(other, Value) else Value(other)"),
+    "common.returns_none": ("it returned None: the `return` line is missing (or returns what an in-place method such "
+                            "as list.sort() gives, None)"),
+    "rtruediv.number_on_the_left": ("a number on the LEFT of / (such as 2 / x) calls x.__rtruediv__(2), which comes in "
+                                    "the exercise 'number / Value'; until then write x**-1 * 2"),
+    "rsub.number_on_the_left": ("a number on the LEFT of - (such as 1 - x) calls x.__rsub__(1): define __rsub__ "
+                                "(other + (-self)), or write -x + 1"),
+    "common.unexpected_result": ("your code ran without an error but gave back something of another kind than the "
+                                 "check expects (described above)"),
     "common.raised": ("your code raised an error while the check ran: the error and the line it names are above; run "
                       "the reproduce lines to see it yourself"),
     "common.timeout": "your code did not finish in time: look for a loop that never ends",
@@ -208,23 +233,58 @@ MISCONCEPTIONS: dict[str, str] = {
 }
 
 
-# Errors of learner code recognised from their text: (pattern, misconception); the first match wins.
-ERROR_MISCONCEPTIONS: tuple[tuple[str, str], ...] = (
-    (r"did not finish within", "common.timeout"),
-    (r"^RecursionError", "common.endless_recursion"),
-    (r"__repr__ returned non-string \(type NoneType\)", "repr.prints_instead_of_returning"),
-    (r"gave a (float|int)\b.*not a Value", "node.returns_float"),
-    (r"a child in some node's _prev is a (float|int)\b", "node.wrong_children"),
-    (r"^Layer\(\d+, \d+\)\(x\) returned <", "layer.returns_one_output"),
-    (r"unsupported operand type\(s\) for \S+: '(int|float)' and 'Value'", "node.number_on_the_left"),
+# Errors of learner code recognised from their text and, where given, the text of the learner's line that raised:
+# (error pattern, line pattern or None, misconception); the first match wins. Each sentence claims only what the
+# error and the line show.
+ERROR_MISCONCEPTIONS: tuple[tuple[str, str | None, str], ...] = (
+    (r"did not finish within", None, "common.timeout"),
+    (r"^RecursionError", None, "common.endless_recursion"),
+    (r"__repr__ returned non-string \(type NoneType\)", None, "repr.prints_instead_of_returning"),
+    (r"'Value' object has no attribute '(data|grad|_prev|_op|_backward)'", None, "api.missing_attribute"),
+    (r"your Value has no `\w+`", None, "api.missing_attribute"),
+    (r"'NoneType' object is not callable", r"_backward\s*\(\s*\)", "node.backward_is_none"),
+    (r"out\._backward is None", None, "node.backward_is_none"),
+    (r"'NoneType' object is not (iterable|subscriptable|reversible)|'NoneType' object has no attribute",
+     r"(=|\bin|reversed\(|sorted\(|list\()\s*[\w.\[\]]+\.(reverse|sort|append|extend|insert)\(",
+     "common.inplace_returns_none"),
+    (r"'NoneType' object is not callable", None, "common.none_called"),
+    (r"^TypeError: _f\(\) (missing \d+ required positional|takes \d+ positional)", None, "grads_of.passes_a_list"),
+    (r"(missing \d+ required positional argument|takes \d+ positional arguments? but \d+ (was|were) given)", None,
+     "common.argument_count"),
+    (r"'(float|int)' object has no attribute 'backward'", None, "common.backward_on_number"),
+    (r"'(float|int)' object has no attribute '(data|grad|_prev|_backward)'", None, "node.number_not_wrapped"),
+    (r"(gave|returned) a NoneType", None, "common.returns_none"),
+    (r"gave a (float|int)\b.*not a Value", None, "node.returns_float"),
+    (r"a child in some node's _prev is a (float|int)\b", None, "node.wrong_children"),
+    (r"^Layer\(\d+, \d+\)\(x\) returned <", None, "layer.returns_one_output"),
+    (r"unsupported operand type\(s\) for /: '(int|float)' and 'Value'", None, "rtruediv.number_on_the_left"),
+    (r"unsupported operand type\(s\) for -: '(int|float)' and 'Value'", None, "rsub.number_on_the_left"),
+    (r"unsupported operand type\(s\) for [+*]: '(int|float)' and 'Value'", None, "node.number_on_the_left"),
+    (r"unsupported operand type\(s\) for \S+: 'Value' and '(int|float)'", None, "node.number_not_wrapped"),
 )
 
 
-def error_misconception(error: str) -> str:
-    """The misconception an error of learner code points at: a known one, or common.raised."""
+# Errors whose misconception lives in the method that raised, whichever check ran it.
+RAISED_IN_CULPRIT = frozenset({"node.number_not_wrapped"})
+
+
+def error_misconception(error: str, line: str = "", raised: bool = True) -> str:
+    """The misconception an error of learner code points at: a known one; else common.raised when learner code
+    raised, common.unexpected_result when it ran but handed back something the probe could not read."""
     import re
 
-    return next((m for pattern, m in ERROR_MISCONCEPTIONS if re.search(pattern, error)), "common.raised")
+    for pattern, at_line, mis in ERROR_MISCONCEPTIONS:
+        if re.search(pattern, error) and (at_line is None or re.search(at_line, line or "")):
+            return mis
+    return "common.raised" if raised else "common.unexpected_result"
+
+
+def place_line(place: dict | None) -> str:
+    """`\n  at Cell In[5], line 3: `topo = topo.reverse()`` for the learner's own line that raised, or ''."""
+    if not place:
+        return ""
+    text = f": `{place['text']}`" if place.get("text") else ""
+    return f"\n  at {place['file']}, line {place['line']}{text}"
 
 
 def fallback_id(check_name: str) -> str:

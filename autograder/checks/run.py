@@ -60,7 +60,10 @@ def _from_error(check: Check, case: Case, obs: Observation) -> Failure:
     if obs.get("status") == NOT_IMPLEMENTED:
         return Failure(msg.NOT_IMPLEMENTED.format(error=obs["error"]), status=NOT_IMPLEMENTED,
                        method=str(obs.get("where") or "") or None)
-    return Failure(f"{obs['error']}{during}", status=ERROR, method=str(obs.get("where") or "") or None)
+    place = obs.get("place") if isinstance(obs.get("place"), dict) else None
+    mis = msg.error_misconception(str(obs["error"]), str((place or {}).get("text", "")), obs.get("raised") is not False)
+    return Failure(f"{obs['error']}{msg.place_line(place)}{during}", mis, status=ERROR,
+                   method=str(obs.get("where") or "") or None)
 
 
 def check_context(check: Check, case: Case) -> str:
@@ -99,8 +102,11 @@ def _judge(check: Check, hidden: bool, tolerance: Tolerance, prober: Prober,
             failure = with_misconception(check, failure)
             own_stub = failure.status == NOT_IMPLEMENTED and _is_own(check, failure.method)
             raised_in = failure.method if failure.status in (NOT_IMPLEMENTED, ERROR) else None
+            # the method a number reached unwrapped holds the bug, whichever check's graph took it there
+            culprit = (_qualified(raised_in) if failure.misconception in msg.RAISED_IN_CULPRIT and raised_in
+                       and not _is_own(check, raised_in) else None)
             return _result(check, failure.status, failure.message(), failure.misconception, repro=failure.repro,
-                           raised_in=raised_in), own_stub
+                           raised_in=raised_in, culprit=culprit), own_stub
     return _result(check, PASSED, check.description), True
 
 
@@ -108,17 +114,22 @@ def with_misconception(check: Check, failure: Failure) -> Failure:
     """Every failure carries an id: a known mistake, a recognised error of learner code, or the check's fallback.
 
     An error recognised from its text names the check's own method when the check has only one."""
-    if failure.misconception or failure.status not in (FAILED, ERROR):
-        return failure
-    if failure.status == FAILED:
+    if failure.status == FAILED and not failure.misconception:
         return dataclasses.replace(failure, misconception=msg.fallback_id(check.name))
-    mis = msg.error_misconception(failure.what)
+    if failure.status != ERROR:
+        return failure
+    mis = failure.misconception or msg.error_misconception(failure.what)
     what = failure.what
     own = check.own_methods
-    if mis != "common.raised" and len(own) == 1 and not failure.method and not what.startswith(own[0]):
+    if mis not in ("common.raised", "common.unexpected_result") and len(own) == 1 and not failure.method and not what.startswith(own[0]):
         what = f"{own[0]}: {what}"
     what, mark, repro = what.partition(msg.REPRO_MARK)  # the hint goes before the reproduce lines
     return dataclasses.replace(failure, misconception=mis, what=what, repro=mark + repro + failure.repro)
+
+
+def _qualified(where: str) -> str:
+    """`Value.__mul__` for a qualname `Value.__mul__` or a bare `__mul__`."""
+    return where if "." in where else f"Value.{where}" if where.startswith("__") else where
 
 
 def _is_own(check: Check, where: str | None) -> bool:

@@ -14,6 +14,8 @@ API (called by the grading worker and by the in-kernel `check`):
 from __future__ import annotations
 
 import dis
+import linecache
+import sys
 import traceback
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -118,8 +120,34 @@ def missing(check_name: str, ns: Mapping[str, Any]) -> list[str]:
 
 def _learner_frames(tb: Any) -> list[Any]:
     """The traceback's frames that run learner code (not the grader's, not the expression text)."""
-    return [f for f, _ in traceback.walk_tb(tb)
+    return [f for f, _ in _learner_entries(tb)]
+
+
+def _learner_entries(tb: Any) -> list[tuple[Any, int]]:
+    """(frame, line number) of each traceback entry in learner code, outermost first."""
+    return [(f, n) for f, n in traceback.walk_tb(tb)
             if not f.f_code.co_filename.startswith((_PACKAGE_DIR, EXPRESSION_FILE))]
+
+
+def _cell_label(filename: str) -> str:
+    """`Cell In[5]` for a notebook cell run by IPython, else the file's own name."""
+    ipython = sys.modules.get("IPython")
+    shell = getattr(ipython, "get_ipython", lambda: None)() if ipython else None
+    number = getattr(getattr(shell, "compile", None), "_filename_map", {}).get(filename)
+    if number is not None:
+        return f"Cell In[{number}]"
+    return filename.rsplit("/", 1)[-1] if filename.startswith("/") else filename
+
+
+def _place(tb: Any) -> dict[str, Any] | None:
+    """Where the learner's own code raised: the cell (or file), the line number and the line's text."""
+    entries = _learner_entries(tb)
+    if not entries:
+        return None
+    frame, lineno = entries[-1]
+    filename = frame.f_code.co_filename
+    text = linecache.getline(filename, lineno, frame.f_globals).strip()
+    return {"file": _cell_label(filename)[:200], "line": lineno, "text": text[:200]}
 
 
 def _name(frame: Any) -> str:
@@ -146,7 +174,10 @@ def _error(exc: BaseException) -> dict[str, Any]:
     frames = _learner_frames(exc.__traceback__)
     where = _name(frames[-1]) if frames else ""
     at = f" in {where}" if where else ""
-    obs: dict[str, Any] = {"status": "error", "where": where}
+    obs: dict[str, Any] = {"status": "error", "where": where, "raised": True}
+    place = _place(exc.__traceback__)
+    if place:
+        obs["place"] = place
     if isinstance(exc, NotImplementedError):
         leftover = bool(frames) and _did_work_before(frames[-1], frames[-1].f_lineno)
         obs.update(status="failed" if leftover else "not_implemented", leftover_raise=leftover,
@@ -169,7 +200,7 @@ def observe(check_name: str, ns: Mapping[str, Any], case: dict[str, Any], check_
         with captured_output(), time_limit(check_timeout):
             return probe(ns, case)
     except LearnerError as exc:
-        return {"error": str(exc), "status": "error", "where": ""}
+        return {"error": str(exc), "status": "error", "where": "", "raised": False}  # nothing raised: a result misread
     except KeyboardInterrupt:
         raise  # the person running the grader pressed Ctrl-C
     except BaseException as exc:  # learner code may raise anything, SystemExit and GeneratorExit included

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .graphs import compile_expression, op_text, operand_indices, walk_graph
+from .graphs import compile_expression, make_node, op_text, operand_indices, walk_graph
 from .safe import LearnerError, read_number, short_repr
 
 Case = dict[str, Any]
@@ -21,7 +21,7 @@ def probe_expression(ns: Namespace, case: Case) -> Observation:
     value = ns["Value"]
     params, source = case["params"], case["source"]
     leaves = [value(x) for x in case["inputs"]]
-    out = compile_expression(params, source)(*leaves)
+    out = compile_expression(params, source, value)(*leaves)
     if not hasattr(out, "data"):
         raise LearnerError(f"`{source.splitlines()[-1]}` gave a {type(out).__name__} ({short_repr(out)}), not a Value: "
                            "does every operator return a new Value?")
@@ -84,7 +84,7 @@ def probe_backward(ns: Namespace, case: Case) -> Observation:
         kids.setdefault(p, []).append(c)
     nodes: list[Any] = []
     for i, x in enumerate(case["data"]):
-        nodes.append(value(x, tuple(nodes[c] for c in kids.get(i, [])), "rec"))
+        nodes.append(make_node(value, x, [nodes[c] for c in kids.get(i, [])], "rec"))
     calls: list[int] = []
     grad_at_call: list[float | None] = [None] * len(nodes)
     weights = {(p, c): w for p, c, w in case["edges"]}
@@ -122,8 +122,8 @@ def probe_ladder(ns: Namespace, case: Case) -> Observation:
     x = value(case["x"])
     y = x
     for _ in range(case.get("rungs", LADDER_RUNGS)):
-        y = y * 0.5 + y * 0.5
-    out = y * 3.0
+        y = y * value(0.5) + y * value(0.5)  # Value constants: number coercion is not what is tested
+    out = y * value(3.0)
     nodes, kids = walk_graph(out)
     calls: dict[int, int] = {}
 

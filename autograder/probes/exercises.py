@@ -77,7 +77,7 @@ def _tanh_bricks_at(ns: Namespace, x: float) -> dict[str, Any]:
 
 def probe_grads_of(ns: Namespace, case: Case) -> Observation:
     """The learner's grads_of(f, inputs), called twice on the same inputs (a second call must not pile up)."""
-    f = compile_expression(case["params"], case["source"])
+    f = compile_expression(case["params"], case["source"], ns.get("Value"))
     calls = []
     for _ in range(2):
         got = ns["grads_of"](f, list(case["inputs"]))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import textwrap
 from collections.abc import Callable, Sequence
@@ -12,13 +13,16 @@ from .safe import LearnerError, read_number, short_repr
 EXPRESSION_FILE = "<expression"  # the filename prefix of expression code, so blame skips it
 
 
-def compile_expression(params: Sequence[str], source: str) -> Callable[..., Any]:
-    """Statements assigning `out` as a function of its leaves (the same text runs on floats and on Values)."""
+def compile_expression(params: Sequence[str], source: str, value: Any = None) -> Callable[..., Any]:
+    """Statements assigning `out` as a function of its leaves (the same text runs on floats and on Values).
+
+    `Value` in the text is `value`: constants are written `Value(3.0)` where number coercion is not what is tested,
+    so an engine whose operators take only Values is judged on the operators alone."""
     for p in params:
         if not p.isidentifier():
             raise ValueError(f"bad parameter name {p!r}")
     code = f"def _f({', '.join(params)}):\n{textwrap.indent(source, '    ')}\n    return out\n"
-    scope: dict[str, Any] = {}
+    scope: dict[str, Any] = {"Value": value}
     exec(compile(code, f"{EXPRESSION_FILE} {source!r}>", "exec"), scope)
     return scope["_f"]
 
@@ -28,6 +32,8 @@ def children(node: Any, limit: int) -> list[Any]:
     try:
         prev = node._prev
     except AttributeError:
+        if hasattr(node, "data") and hasattr(node, "grad"):  # a Value after all, without the attribute
+            raise LearnerError(MISSING_ATTRIBUTE.format(attr="_prev")) from None
         raise LearnerError(f"a child in some node's _prev is a {type(node).__name__} ({short_repr(node)}), not a Value: "
                            "_children must hold the operand Values") from None
     try:
@@ -42,6 +48,30 @@ def children(node: Any, limit: int) -> list[Any]:
     if len(kids) > limit:
         raise LearnerError(f"a node's _prev holds more than {limit} children: does _prev hold only the operands?")
     return kids
+
+
+API_ATTRIBUTES = ("data", "grad", "_prev", "_op", "_backward")
+
+
+def make_node(value: Any, data: float, kids: Sequence[Any], op: str) -> Any:
+    """A node with these children, through any constructor that takes `data` first: `Value(data)`, then `_prev`
+    (of the type a leaf's `_prev` has) and `_op` set as attributes; the positional `Value(data, kids, op)` only
+    where the attributes cannot be set."""
+    node = value(data)
+    if not hasattr(node, "_prev"):
+        raise LearnerError(MISSING_ATTRIBUTE.format(attr="_prev"))
+    kind = type(node._prev)
+    try:
+        node._prev = kind(kids) if kind in (set, frozenset, tuple, list) else tuple(kids)
+        with contextlib.suppress(AttributeError, TypeError):
+            node._op = op
+        return node
+    except (AttributeError, TypeError):
+        return value(data, tuple(kids), op)
+
+
+MISSING_ATTRIBUTE = ("your Value has no `{attr}`: the fixed API gives every Value `data`, `grad`, `_prev`, `_op` and "
+                     "`_backward` (set them in __init__)")
 
 
 def walk_graph(root: Any, limit: int = 100_000) -> tuple[list[Any], dict[int, list[Any]]]:

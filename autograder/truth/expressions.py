@@ -76,13 +76,13 @@ class Expr:
         """The statements, with the upstream factor applied to `out`."""
         src = self.body if "out =" in self.body else f"out = {self.body}"
         if self.upstream != 1.0:
-            src += f"\nout = out * {self.upstream!r}"
+            src += f"\nout = out * Value({self.upstream!r})"
         return src
 
     @functools.cached_property
     def function(self) -> Callable[..., object]:
         """The expression as a Python function of its leaves."""
-        return compile_expression(self.params, self.source)
+        return compile_expression(self.params, self.source, Num)
 
     def reference(self, *xs: float) -> float:
         """The grader's own float value of the expression."""
@@ -100,7 +100,7 @@ class Expr:
         partials = []
         for start, end in spans:
             body = self.source[:start] + alone + self.source[end:]
-            partials.append(partial_derivative(_on_floats(compile_expression((*self.params, alone), body)),
+            partials.append(partial_derivative(_on_floats(compile_expression((*self.params, alone), body, Num)),
                                                [*xs, xs[i]], len(xs)).value)
         return partials
 
