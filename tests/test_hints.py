@@ -49,7 +49,7 @@ HINTS = [
     ("train_without_zero_grad", "never zeroed"),
     ("train_ascends", "move up the gradient"),
     ("train_records_after_update", "record loss.data before updating"),
-    ("train_never_backward", "the loss never changes"),
+    ("train_never_backward", "the parameters never moved"),
     # the slips of issue 10
     ("add_records_no_children", "must remember its operands"),
     ("mul_records_plus", "must record the operation"),

@@ -195,6 +195,28 @@ def _depths(case: Case) -> dict[int, int]:
     return depth
 
 
+def is_preorder(order: list[int], edges: list[tuple[int, int]], root: int) -> bool:
+    """Whether `order` (the inner nodes a walk reached) is a depth-first pre-order from the root: each node right
+    after an ancestor on the current path that has it as a child, for some order of the children."""
+    kids: dict[int, list[int]] = {}
+    for p, c in edges:
+        kids.setdefault(p, []).append(c)
+    inner = set(order)
+    if not order or order[0] != root:
+        return False
+    seen, path = {root}, [root]
+    for node in order[1:]:
+        while path and node not in kids.get(path[-1], []):
+            if any(k in inner and k not in seen for k in kids.get(path[-1], [])):
+                return False  # the walk left a node whose unvisited children a depth-first walk visits first
+            path.pop()
+        if not path or node in seen:
+            return False
+        seen.add(node)
+        path.append(node)
+    return True
+
+
 def judge_backward(case: Case, obs: Observation, tol: Tolerance) -> Failure | None:
     """Each node's _backward exactly once, after every node that uses it, the root seeded with 1."""
     n = len(case["data"])
@@ -225,8 +247,10 @@ def judge_backward(case: Case, obs: Observation, tol: Tolerance) -> Failure | No
     late = [(p, c) for p, c in edges if c in pos and pos[p] > pos[c]]
     if late:
         p, c = late[0]
-        if (calls and calls[-1] == root) or (calls and calls[0] != root):
-            mis = "backward.forward_order"
+        if all(pos[cc] < pos[pp] for pp, cc in edges if cc in pos and pp in pos):
+            mis = "backward.forward_order"  # a topological order walked forwards, leaves first
+        elif is_preorder(list(reversed(calls)), edges, root):
+            mis = "backward.preorder"  # reversed(a pre-order list): each node listed before its children
         elif all(a <= b for a, b in zip([_depths(case)[x] for x in calls], [_depths(case)[x] for x in calls[1:]])):
             mis = "backward.breadth_first"
         else:

@@ -174,6 +174,10 @@ def judge_manual(case: Case, obs: Observation, tol: Tolerance) -> Failure | None
                     mis = "manual.missing_upstream"
                 elif other and any(grad_close(got, v[n] * up, 1.0, 1e-9, 1e-12) for up in (upstream, est / local if local else 0.0)):
                     mis = "manual.mul_swaps"
+                if got == 0 and grad_close(local * upstream, est, v["L"], tol.rtol, tol.atol):
+                    # the rule is right for the parent's grad as it is now: it ran before the parent's was filled in
+                    return Failure(f"{n}.grad: expected dL/d{n} = {est:.10g} (numerical), got 0, though {parent}.grad "
+                                   f"= {upstream:.10g} is right", "manual.fill_order")
             return Failure(f"{n}.grad: expected dL/d{n} = {est:.10g} (numerical), got {got:.10g}\n  ({what})", mis)
     return None
 

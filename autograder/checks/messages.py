@@ -54,6 +54,12 @@ MISCONCEPTIONS: dict[str, str] = {
                              "_prev and call every node's _backward"),
     "backward.forward_order": ("backward() called the leaves' side first: walk the nodes in REVERSE topological order "
                                "(from the root down), so a node's gradient is complete before it is passed on"),
+    "backward.loses_a_use": ("a node used more than once got the gradient of only some of its uses, though each "
+                             "operation's _backward accumulates when tested alone: backward() must run the _backward "
+                             "of every node that uses it, once each"),
+    "backward.preorder": ("the walk is the reverse of a PRE-order list: build_topo appends a node before visiting its "
+                          "children; append it AFTER the loop over its children (post-order), then walk the list "
+                          "reversed"),
     "backward.breadth_first": ("a breadth-first walk reaches a node before every node that uses it has passed its "
                                "gradient on: use a topological sort and walk it in reverse"),
     "backward.not_topological": ("a node's _backward ran before every node that uses it had run: backward() must walk "
@@ -92,13 +98,32 @@ MISCONCEPTIONS: dict[str, str] = {
     "layer.returns_list_for_one": "Layer(nin, 1)(x) should return the one output Value itself, not a list",
     "mlp.layers_all_take_nin": ("every layer takes nin inputs; layer i must take as many inputs as the layer before it "
                                 "has outputs: sizes = [nin] + nouts, Layer(sizes[i], sizes[i + 1])"),
+    "net.parameters_not_values": ("parameters() must return the Values themselves, in one flat list: a Layer lists "
+                                  "each neuron's own parameters(), [p for n in self.neurons for p in n.parameters()]"),
+    "net.parameters_incomplete": ("__init__ makes every Value, but parameters() leaves some out: return every weight "
+                                  "and bias, layer by layer, neuron by neuron (weights then bias)"),
+    "neuron.weight_count": ("Neuron(nin) needs one weight per input and one bias: "
+                            "self.w = [Value(random.uniform(-1, 1)) for _ in range(nin)]"),
+    "layer.neuron_count": "Layer(nin, nout) makes nout neurons: [Neuron(nin) for _ in range(nout)]",
+    "layer.neuron_inputs": "each neuron of Layer(nin, nout) sees all nin inputs: make them Neuron(nin)",
+    "mlp.layer_count": ("MLP(nin, nouts) makes one Layer per entry of nouts: sizes = [nin] + nouts, "
+                        "[Layer(sizes[i], sizes[i + 1]) for i in range(len(nouts))]"),
+    "mlp.layer_sizes": ("layer i of MLP(nin, nouts) is Layer(sizes[i], sizes[i + 1]) with sizes = [nin] + nouts: as "
+                        "many inputs as the layer before has outputs, and nouts[i] outputs"),
     "net.parameter_count": "parameters() must list every weight and bias, layer by layer, neuron by neuron",
     "mse.is_sum": "this is the sum of squared errors; the mean divides by the number of examples",
     "train.no_zero_grad": "gradients are never zeroed between steps, so they pile up: set every p.grad = 0 before backward()",
     "train.ascends": "the parameters move up the gradient: the update is p.data -= lr * p.grad",
     "train.records_after_update": "each recorded loss is the loss after that step's update: record loss.data before updating",
     "train.ignores_lr": "train moves the parameters by a fixed step size: use the lr argument it is given",
-    "train.loss_never_changes": "the loss never changes: does each step call loss.backward() and move p.data by -lr * p.grad?",
+    "train.loss_never_changes": ("every recorded loss is the same and the parameters never moved: each step must call "
+                                 "loss.backward() and then move every p.data by -lr * p.grad"),
+    "train.loss_not_recomputed": ("the parameters move, but every recorded loss is the same number: compute the loss "
+                                  "afresh inside the loop, loss = mse_loss(model, xs, ys), at every step"),
+    "train.steps_by_data": ("each step moves p.data by lr * p.data, not by the gradient: the update is "
+                            "p.data -= lr * p.grad"),
+    "train.step_doubled": ("every step moves the parameters twice as far as lr * p.grad: loss.backward() runs twice a "
+                           "step (the gradients add up), or the update is applied twice"),
     "add.wrong_forward": "a + b must compute self.data + other.data",
     "mul.wrong_forward": "a * b must compute self.data * other.data",
     # single-notebook exercises
@@ -107,6 +132,8 @@ MISCONCEPTIONS: dict[str, str] = {
     "manual.root_is_one": "dL/dL is 1: start with L.grad = 1",
     "manual.mul_swaps": ("for a product, each factor's gradient is the OTHER factor's data times the gradient flowing "
                          "in (L = d * f: d.grad = f.data * L.grad)"),
+    "manual.fill_order": ("the formula is right, but it ran before the parent's grad was filled in (it was still 0 "
+                          "then): fill the grads in from L down, each node's after its parent's"),
     "manual.add_routes": "a sum routes the gradient flowing in unchanged to both terms (d = e + c: c.grad = d.grad)",
     "tanh_bricks.uses_tanh": "build tanh from the bricks (exp, +, -, /), not with x.tanh()",
     "tanh_bricks.wrong_formula": "tanh(x) = (e**(2x) - 1) / (e**(2x) + 1): check the formula",
@@ -326,6 +353,24 @@ def hint_line(misconception: str | None, name: str = "") -> str:
     """`\\n  hint: ...` for a misconception id, or ''."""
     text = hint(misconception, name)
     return f"\n  hint: {text}" if text else ""
+
+
+# Hints about `grad = ...` where `+=` belongs, and the check that tests each operation's accumulation alone: when
+# those pass, the hint's claim is contradicted and ACCUMULATES_ALONE (what is known) replaces it.
+ASSIGNS = frozenset({"node.assigns_instead_of_accumulating", "add.assigns_instead_of_accumulating",
+                     "mul.assigns_instead_of_accumulating"})
+LOCAL_CHECK = {"Value.__add__": "add_local_backward", "Value.__mul__": "mul_local_backward", "Value.tanh": "tanh_local",
+               "Value.exp": "exp_local", "Value.__pow__": "pow_local"}
+NOT_AN_OPERATION = frozenset({"Value.backward", "Value.__eq__", "Value.__hash__"})
+ACCUMULATES_ALONE = "backward.loses_a_use"
+
+
+def replace_hint(message: str, misconception: str, name: str = "") -> str:
+    """The message with its hint line replaced by the sentence of `misconception`."""
+    import re
+
+    return re.sub(r"\n  hint: .*?(?=\n  \S|\Z)", lambda _: hint_line(misconception, name), message, count=1,
+                  flags=re.S)
 
 
 REPRO_MARK = "\n  reproduce:\n"

@@ -9,7 +9,7 @@ from ..settings import Tolerance
 from ..truth import net as nref
 from ..truth.numeric import grad_close, value_close
 from . import messages as msg
-from .base import Case, Check, Failure, Observation
+from .base import ERROR, Case, Check, Failure, Observation
 from .common import judge_by_probe, register
 from .engine import ENGINE
 
@@ -93,12 +93,78 @@ def _last_layer_on_input(weights: Sequence[float], nouts: Sequence[int], x: Sequ
     return outs
 
 
+def _described(kinds: dict[str, int]) -> str:
+    """`3 Values and 1 list`: what parameters() returned, by kind."""
+    parts = [f"{n} {k if k == 'Value' else k + ' object'}{'s' * (n != 1)}" for k, n in kinds.items()]
+    return " and ".join(parts) or "nothing"
+
+
+def structure_failure(kind: str, case: Case, obs: Observation) -> Failure | None:
+    """When parameters() lists the wrong things, which holds the bug: __init__ (the counts of weights per neuron,
+    neurons per layer, layers per MLP, matching nin and nouts, read from the objects the model holds) or
+    parameters() itself. None when the count is right, or the structure cannot be read."""
+    nin, nouts, weights = case["nin"], case["nouts"], case["weights"]
+    call = _call(kind, nin, nouts)
+    kinds = obs.get("kinds") or {}
+    count_line = msg.repro_lines([f"print(len({call}.parameters()))  # expected {len(weights)}"])
+    others = {k: n for k, n in kinds.items() if k != "Value"}
+    if others:
+        return Failure(f"{kind}.parameters(): what {call}.parameters() returns: expected {len(weights)} Values, got "
+                       f"{_described(kinds)}", "net.parameters_not_values", method=kind, repro=count_line)
+    if obs["count"] == len(weights):
+        return None
+    sizes = [nin, *nouts]
+    held = obs.get("held")
+    if kind == "Neuron" and isinstance(held, int) and held:
+        if held != nin + 1:
+            return Failure(f"Neuron.__init__: {call} gave {held} Values of its own; expected {nin + 1} (one weight "
+                           f"per input and a bias)", "neuron.weight_count", method=kind, repro=count_line)
+        return Failure(f"Neuron.parameters(): {call} holds its {nin + 1} Values (weights and bias), but parameters() "
+                       f"lists some of them: expected {nin + 1}, got {obs['count']}", "net.parameters_incomplete",
+                       method=kind, repro=count_line)
+    if kind == "Layer" and isinstance(held, list) and held:
+        if len(held) != nouts[0]:
+            return Failure(f"Layer.__init__: {call} gave {len(held)} neuron{'s' * (len(held) != 1)}; expected {nouts[0]} "
+                           "(nout)",
+                           "layer.neuron_count", method=kind, repro=count_line)
+        if any(h != nin + 1 for h in held):
+            wrong = next(h for h in held if h != nin + 1)
+            return Failure(f"Layer.__init__: {call} gave neurons of {wrong - 1} inputs; expected {nin} (nin) "
+                           "inputs each", "layer.neuron_inputs", method=kind, repro=count_line)
+        return Failure(f"Layer.parameters(): {call} holds {nouts[0]} neurons of {nin + 1} Values each, but "
+                       f"parameters() lists some of them: expected {len(weights)}, got {obs['count']}",
+                       "net.parameters_incomplete", method=kind, repro=count_line)
+    if kind == "MLP" and isinstance(held, list) and held and all(isinstance(h, list) for h in held):
+        if len(held) != len(nouts):
+            return Failure(f"MLP.__init__: {call} gave {len(held)} layer{'s' * (len(held) != 1)}; expected "
+                           f"{len(nouts)} (one per entry of nouts)", "mlp.layer_count", method=kind, repro=count_line)
+        got = [(len(h), (h[0] - 1) if h else 0) for h in held]
+        want = [(sizes[i + 1], sizes[i]) for i in range(len(nouts))]
+        if got != want:
+            mis = "mlp.layers_all_take_nin" if all(n_in == nin for _, n_in in got) else "mlp.layer_sizes"
+            shown = ", ".join(f"Layer({i}, {o})" for o, i in got)
+            return Failure(f"MLP.__init__: {call} gave {shown}; expected "
+                           + ", ".join(f"Layer({i}, {o})" for o, i in want), mis, method=kind,
+                           repro=count_line)
+        return Failure(f"MLP.parameters(): {call} holds the right layers, but parameters() lists some of their "
+                       f"Values: expected {len(weights)}, got {obs['count']}", "net.parameters_incomplete", method=kind,
+                       repro=count_line)
+    return None
+
+
 def judge_forward(kind: str) -> Callable[[Case, Observation, Tolerance], Failure | None]:
-    """Parameter count, outputs against the grader's own tanh layers (with a hint on order), and no graph cut."""
+    """Structure first (__init__'s counts, then parameters()), outputs against the grader's own tanh layers (with a
+    hint on order), and no graph cut."""
 
     def judge(case: Case, obs: Observation, tol: Tolerance) -> Failure | None:
         nin, nouts, weights = case["nin"], case["nouts"], case["weights"]
         call = _call(kind, nin, nouts)
+        structure = structure_failure(kind, case, obs)
+        if structure:
+            return structure
+        if obs.get("output_error") and obs["count"] == len(weights):
+            error = obs["output_error"]
+            return Failure(error, msg.error_misconception(error, raised=False), status=ERROR, method=kind)
         if obs["count"] != len(weights):
             mis = "net.parameter_count"
             if kind == "MLP" and obs["count"] == sum((nin + 1) * n for n in nouts):
@@ -242,7 +308,7 @@ def train_cases(rng: random.Random, hidden: bool) -> list[Case]:
 
 
 TRAINING_MISTAKES = {"no_zero_grad": "train.no_zero_grad", "ascent": "train.ascends",
-                     "record_after": "train.records_after_update"}
+                     "record_after": "train.records_after_update", "data_step": "train.steps_by_data"}
 
 
 def _train_args(case: Case) -> dict:
@@ -282,8 +348,11 @@ def judge_train(case: Case, obs: Observation, tol: Tolerance) -> Failure | None:
         for lr in (0.1, 0.01, 0.05, 1.0):
             if mis is None and same(got, nref.descend(**{**args, "lr": lr}, quick=True)):
                 mis = "train.ignores_lr"
+        if mis is None and same(got, nref.descend(**{**args, "lr": 2 * args["lr"]}, quick=True)):
+            mis = "train.step_doubled"
     if mis is None and len(got) > 1 and all(x == got[0] for x in got):
-        mis = "train.loss_never_changes"
+        # the parameters moved (or not): the loss recorded is a stale one, or nothing was updated
+        mis = "train.loss_not_recomputed" if obs.get("moved") else "train.loss_never_changes"
     if mis is None and len(got) >= 3 and same(got[:2], want[:2]):
         mis = "train.partial_zero_grad"  # the first update is right (its gradients were fresh), later ones drift
     if len(got) != len(want):

@@ -179,7 +179,18 @@ class Blame:
                 return dataclasses.replace(result, culprit=method, misconception=alone.misconception,
                                            message=alone.message, status=alone.status, same_as=alone.same_as or alone.name)
             return self._blamed(check, result, alone, method)
-        return result
+        return self._uncontradicted(check, result, names)
+
+    def _uncontradicted(self, check: Check, result: CheckResult, passed: Sequence[str]) -> CheckResult:
+        """The result, its hint dropped where the checks that passed contradict it: `grad = ...` where `+=`
+        belongs, when every operation of the check was tested alone for accumulation and accumulates."""
+        if result.misconception not in msg.ASSIGNS:
+            return result
+        ops = [t for t in check.targets if t not in msg.NOT_AN_OPERATION]
+        if not ops or not all(msg.LOCAL_CHECK.get(t) in passed for t in ops):
+            return result
+        mis = msg.ACCUMULATES_ALONE
+        return dataclasses.replace(result, misconception=mis, message=msg.replace_hint(result.message, mis))
 
     def _blamed(self, check: Check, result: CheckResult, alone: CheckResult, method: str) -> CheckResult:
         """A failure whose cause is `method` (tested alone by `alone`), phrased once per call."""

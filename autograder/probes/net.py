@@ -17,14 +17,61 @@ def _reach(out: Any, params: list[Any]) -> int:
     return reachable(out, params) if hasattr(out, "_prev") else 0
 
 
+def held(obj: Any, kind: Any, limit: int = 1000) -> list[Any]:
+    """The instances of `kind` an object holds in its attributes, directly or in a list, tuple or dict (by identity,
+    whatever the attributes are called)."""
+    found: dict[int, Any] = {}
+    try:
+        attrs = list(vars(obj).values())
+    except TypeError:  # __slots__
+        attrs = [getattr(obj, n) for k in type(obj).__mro__ for n in getattr(k, "__slots__", ()) if hasattr(obj, n)]
+    for a in attrs[:100]:
+        items = list(a.values())[:limit] if isinstance(a, dict) else a[:limit] if isinstance(a, (list, tuple)) else [a]
+        for x in items:
+            if isinstance(x, kind):
+                found.setdefault(id(x), x)
+    return list(found.values())
+
+
+def _kinds(params: list[Any], value: Any) -> dict[str, int]:
+    """How many of parameters() are Values, and of which other types the rest are."""
+    kinds: dict[str, int] = {}
+    for p in params:
+        name = "Value" if isinstance(p, value) else type(p).__name__
+        kinds[name[:40]] = kinds.get(name[:40], 0) + 1
+    return kinds
+
+
+def _neuron_shape(ns: Namespace, neuron: Any) -> int:
+    return len(held(neuron, ns["Value"]))
+
+
+def _layer_shape(ns: Namespace, layer: Any) -> list[int]:
+    """The number of Values each neuron the layer holds holds itself."""
+    return [_neuron_shape(ns, n) for n in held(layer, ns["Neuron"])] if isinstance(ns.get("Neuron"), type) else []
+
+
+def _outputs(fn: Any, xs: list[Any], what: str) -> tuple[list[list[float]], list[Any], str | None]:
+    """The model's one output at each input, or the probe's reason it could not read one (learner errors raise)."""
+    outs, read = [], []
+    for x in xs:
+        out = fn(x)
+        outs.append(out)
+        try:
+            read.append([read_output(out, what)])
+        except LearnerError as exc:
+            return read, outs, str(exc)
+    return read, outs, None
+
+
 def probe_neuron(ns: Namespace, case: Case) -> Observation:
     """Neuron(nin): its parameter count, tanh(w.x + b) for weights set through parameters(), and whether the
-    output's graph reaches every parameter."""
+    output's graph reaches every parameter; the Values it holds, to tell __init__'s counts from parameters()'."""
     n = ns["Neuron"](case["nin"])
     params = set_parameters(n, case["weights"])
-    outs = [n(x) for x in case["xs"]]
-    return {"count": len(params), "outputs": [[read_output(o, "Neuron(x)")] for o in outs],
-            "reach": _reach(outs[0], params)}
+    read, outs, error = _outputs(n, case["xs"], "Neuron(x)")
+    return {"count": len(params), "kinds": _kinds(params, ns["Value"]), "held": _neuron_shape(ns, n),
+            "outputs": read, "output_error": error, "reach": _reach(outs[0], params) if not error else 0}
 
 
 def probe_init(ns: Namespace, case: Case) -> Observation:
@@ -41,6 +88,17 @@ def probe_layer(ns: Namespace, case: Case) -> Observation:
     nin, nout = case["nin"], case["nouts"][0]
     layer = ns["Layer"](nin, nout)
     params = set_parameters(layer, case["weights"])
+    shape = {"count": len(params), "kinds": _kinds(params, ns["Value"]), "held": _layer_shape(ns, layer)}
+    try:
+        return {**shape, **_layer_outputs(ns, case, layer, params)}
+    except LearnerError as exc:
+        if shape["count"] == len(case["weights"]):
+            raise
+        return {**shape, "outputs": [], "output_error": str(exc), "reach": 0, "single_is_value": True}
+
+
+def _layer_outputs(ns: Namespace, case: Case, layer: Any, params: list[Any]) -> Observation:
+    nin, nout = case["nin"], case["nouts"][0]
     outputs = []
     first = None
     for x in case["xs"]:
@@ -56,7 +114,7 @@ def probe_layer(ns: Namespace, case: Case) -> Observation:
         first = first or outs
     single = ns["Layer"](nin, 1)([0.5] * nin)
     reach = sum(_reach(o, params) for o in first or [])
-    return {"count": len(params), "outputs": outputs, "reach": reach,
+    return {"outputs": outputs, "reach": reach, "output_error": None,
             "single_is_value": hasattr(single, "data") and not isinstance(single, (list, tuple))}
 
 
@@ -64,8 +122,10 @@ def probe_mlp(ns: Namespace, case: Case) -> Observation:
     """MLP(nin, nouts): parameter count, its output for weights set through parameters(), and the graph's reach."""
     model = ns["MLP"](case["nin"], case["nouts"])
     params = set_parameters(model, case["weights"])
-    outs = [model(x) for x in case["xs"]]
-    return {"count": len(params), "outputs": [[read_output(o, "MLP(x)")] for o in outs], "reach": _reach(outs[0], params)}
+    layers = held(model, ns["Layer"]) if isinstance(ns.get("Layer"), type) else []
+    read, outs, error = _outputs(model, case["xs"], "MLP(x)")
+    return {"count": len(params), "kinds": _kinds(params, ns["Value"]), "held": [_layer_shape(ns, la) for la in layers],
+            "outputs": read, "output_error": error, "reach": _reach(outs[0], params) if not error else 0}
 
 
 def probe_loss(ns: Namespace, case: Case) -> Observation:
@@ -87,4 +147,5 @@ def probe_train(ns: Namespace, case: Case) -> Observation:
         items = list(losses)[: case["steps"] + 10]
     except TypeError:
         raise LearnerError(f"train returned a {type(losses).__name__}, expected a list of losses") from None
-    return {"count": len(params), "losses": [read_number(x, "a recorded loss") for x in items]}
+    moved = any(read_number(p.data, "a parameter's data") != w for p, w in zip(params, case["weights"]))
+    return {"count": len(params), "losses": [read_number(x, "a recorded loss") for x in items], "moved": moved}
