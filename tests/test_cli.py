@@ -46,7 +46,7 @@ def test_json_output_matches_the_schema(tmp_path):
     doc = json.loads(p.stdout)
     assert set(doc) == {"score", "max_score", "checks"}
     keys = {"name", "targets", "passed", "points", "max_points", "message", "status", "misconception", "culprit",
-            "same_as", "repro", "raised_in"}
+            "same_as", "repro", "raised_in", "recovered"}
     assert all(set(c) == keys for c in doc["checks"])
     assert all(isinstance(c["targets"], list) and all(isinstance(t, str) for t in c["targets"]) for c in doc["checks"])
     assert all(isinstance(c["passed"], bool) and isinstance(c["message"], str) for c in doc["checks"])

@@ -40,6 +40,7 @@ class CheckResult:
     same_as: str | None = None
     repro: str = ""  # the reproduce block (also at the end of the message)
     raised_in: str | None = None  # the learner function that raised, when the learner's code raised
+    recovered: dict[str, str] | None = None  # the learner's formula recovered from the numbers: got, want, where, what
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict with the documented keys."""
@@ -58,12 +59,15 @@ class Failure:
     repro: str = ""
     status: str = FAILED
     method: str | None = None  # the learner method this failure is certainly in, if known
+    recovered: dict[str, str] | None = None  # the one slip of the right formula that gives the learner's numbers
 
     def message(self) -> str:
-        """The whole diagnosis: what, the hint sentence, the lines that reproduce it."""
-        from .messages import hint_line
+        """The whole diagnosis: what, the hint sentence (the recovered formula, when there is one), the lines that
+        reproduce it."""
+        from .messages import hint_line, recovered_line
 
-        return self.what + hint_line(self.misconception, self.name) + self.repro
+        hint = recovered_line(self.recovered) if self.recovered else hint_line(self.misconception, self.name)
+        return self.what + hint + self.repro
 
 
 DEFAULTED = ("Value.__eq__", "Value.__hash__")  # object's identity is the default, and the right one

@@ -12,6 +12,7 @@ from typing import Any
 from ..settings import Tolerance
 from ..truth.expressions import Expr
 from ..truth.numeric import Estimate, generic_inputs, grad_close, known_gradient, value_close
+from ..truth.slips import Space, close, equal_on, evaluate, recover
 from . import messages as msg
 from .base import Case, Check, Failure, Observation
 
@@ -347,10 +348,44 @@ def judge_node(case: Case, obs: Observation, tol: Tolerance) -> Failure | None:
     if all(grad_close(g, w, w, tol.rtol, tol.atol) for g, w in zip(got, expected)):
         return None
     mis = _local_mistake(case, got, tol, obs["data"])
+    recovered = None if mis else recover_slope(case, got)
+    if recovered:
+        mis = f"{kind}.wrong_slope"
     grads = ", ".join(f"{n}.grad = {g!r}" for n, g in zip("ab", p))
     return Failure(f"{method}: {text}, then {grads} (as if from another use), out.grad = {u!r} and one "
                    f"out._backward() call: expected {fmt_grads(expected)}; got {fmt_grads(got)}", mis, name="a",
-                   method=method, repro=node_repro(case, expected))
+                   method=method, repro=node_repro(case, expected), recovered=recovered)
+
+
+# What a one-input operation's _backward adds to self.grad, in the names a slip may mix up: x the input (self.data),
+# t the output (out.data), g the gradient flowing in (out.grad), k the exponent.
+_IO = "x is self.data, t is out.data and g is out.grad"
+LOCAL_SLOPES: dict[str, Space] = {
+    "tanh": Space("(1 - t ** 2) * g", ("x", "t", "g"), ("tanh",), (("x", -2.0, 2.0), ("g", -3.0, 3.0)),
+                  (("t", "tanh(x)"),), _IO),
+    "exp": Space("t * g", ("x", "t", "g"), ("exp",), (("x", -2.0, 2.0), ("g", -3.0, 3.0)), (("t", "exp(x)"),), _IO),
+    "**": Space("k * x ** (k - 1) * g", ("x", "k", "t", "g"), (), (("x", 0.3, 2.5), ("k", 2.0, 4.0), ("g", -3.0, 3.0)),
+                (("t", "x ** k"),), _IO + ", k the exponent"),
+}
+
+
+def recover_slope(case: Case, got: Sequence[float]) -> dict[str, str] | None:
+    """The one slip of what a one-input operation's _backward adds that gives the learner's gradient (the preset
+    gradient plus the slip), as the learner's formula beside the right one; None if none or several do."""
+    space = LOCAL_SLOPES.get(case["op"])
+    if space is None or len(got) != 1:
+        return None
+    p, u = case["preset"][0], case["upstream"]
+    env = space.env(x=case["inputs"][0], g=u, **({"k": case["k"]} if "k" in case else {}))
+
+    def matches(text: str) -> bool:
+        v = evaluate(text, env)
+        return v is not None and close(got[0], p + v)
+
+    found = recover(space.formula, space.candidates(), matches, space.where,
+                    equal_on(space, {"k": case["k"]} if "k" in case else {}))
+    return ({"what": "_backward's `self.grad += ...`", "got": found.got, "want": found.want, "where": found.where}
+            if found else None)
 
 
 def structure_repro(case: Case) -> str:

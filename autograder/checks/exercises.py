@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Callable
 
 from ..settings import Tolerance
 from ..truth.numeric import generic_inputs, grad_close, known_gradient, value_close
+from ..truth.slips import Space, evaluate, recover
 from .base import ERROR, NOT_IMPLEMENTED, Case, Check, Failure, Observation
 from .common import EXPRESSIONS, register, sample, where
 
@@ -43,9 +45,31 @@ def judge_derivative(case: Case, obs: Observation, tol: Tolerance) -> Failure | 
                 mis = "derivative.sign_flipped" if want > 0 else "derivative.abs"
             if abs(got - 2 * want) <= close:
                 mis = "derivative.no_half"
+            recovered = None if mis else _recover_derivative(case, obs)
             return Failure(f"numerical_derivative of {SHOWN[k]} at x = {x}: expected {want:.10g} (exact), got {got:.10g}",
-                           mis, method="numerical_derivative")
+                           "derivative.wrong_formula" if recovered else mis, method="numerical_derivative",
+                           recovered=recovered)
     return None
+
+
+# The grader's own copies of the functions the probe differentiates, and the step a learner's default h has.
+GRADER_FUNCTIONS = {"poly": lambda x: 3 * x**2 - 4 * x + 5, "sin": math.sin, "exp": math.exp}
+DEFAULT_H = 1e-5
+DERIVATIVE = Space("(f(x + h) - f(x - h)) / (2 * h)", ("x", "h"), (), (("x", -2.0, 2.0), ("h", 0.1, 0.4)),
+                   where="h is the step", fixed=(("f", lambda x: math.exp(0.7 * x) + x**3),), depth=2)
+
+
+def _recover_derivative(case: Case, obs: Observation) -> dict[str, str] | None:
+    """The one slip of the central difference that gives every number the learner's function returned."""
+    points = [(DERIVATIVE.env(f=GRADER_FUNCTIONS[k], x=x, h=DEFAULT_H), got)
+              for (k, x), got in zip(case["points"], obs["values"])]
+
+    def matches(text: str) -> bool:
+        values = [evaluate(text, env) for env, _ in points]
+        return all(v is not None and abs(v - got) <= 1e-7 * max(abs(v), abs(got)) for v, (_, got) in zip(values, points))
+
+    found = recover(DERIVATIVE.formula, DERIVATIVE.candidates(), matches, DERIVATIVE.where)
+    return {"what": "numerical_derivative", "got": found.got, "want": found.want, "where": found.where} if found else None
 
 
 register(Check("numerical_derivative", ("numerical_derivative",), "central differences give the slope",
@@ -97,16 +121,59 @@ def _relerr_mistake(a: float, b: float, got: float | str) -> str | None:
     return None
 
 
+RELATIVE_ERROR = Space("abs(a - b) / max(abs(a), abs(b))", ("a", "b"), (), (("a", -3.0, 3.0), ("b", -3.0, 3.0)),
+                       depth=2)
+
+
+def _recover_relative_error(case: Case, obs: Observation) -> dict[str, str] | None:
+    """The one slip of |a - b| / max(|a|, |b|) that gives every number the learner's returned where it is defined
+    (where it divides by zero, the learner's may raise or guard; two zeros may give anything)."""
+    pairs = [(a, b, got) for (a, b), got in zip(case["pairs"], obs["values"]) if a or b]
+
+    def matches(text: str) -> bool:
+        for a, b, got in pairs:
+            v = evaluate(text, {"a": a, "b": b})
+            if v is None:
+                continue  # undefined there: the learner's raises, or guards it
+            if isinstance(got, str) or abs(v - got) > 1e-12 + 1e-9 * abs(v):
+                return False
+        return True
+
+    found = recover(RELATIVE_ERROR.formula, RELATIVE_ERROR.candidates(), matches)
+    return {"what": "relative_error", "got": found.got, "want": found.want, "where": ""} if found else None
+
+
+def _everywhere(formula: Callable[[float, float], float], case: Case, obs: Observation) -> bool:
+    """Whether a wrong formula gives every number the learner's relative_error returned where it is defined."""
+    for (a, b), got in zip(case["pairs"], obs["values"]):
+        if not (a or b):
+            continue
+        try:
+            w = formula(a, b)
+        except ZeroDivisionError:
+            continue  # the learner may raise there too, or guard it (`0.0 if scale == 0 else ...`)
+        if isinstance(got, str) or abs(got - w) > 1e-12 + 1e-9 * abs(w):
+            return False
+    return True
+
+
 def judge_relative_error(case: Case, obs: Observation, tol: Tolerance) -> Failure | None:
     """|a - b| / max(|a|, |b|), and 0 for two zeros."""
     for (a, b), got in zip(case["pairs"], obs["values"]):
         want = _relerr(a, b)
+        wrong = isinstance(got, str) or not abs(got - want) <= 1e-12 + 1e-9 * want
+        if not wrong:
+            continue
+        mis = _relerr_mistake(a, b, got)
+        if mis in RELERR_MISTAKES and not _everywhere(RELERR_MISTAKES[mis], case, obs):
+            mis = None  # a known wrong formula that gives this number, but not the others: not what was written
+        recovered = None if mis else _recover_relative_error(case, obs)
+        mis = "relerr.wrong_formula" if recovered else mis
         if isinstance(got, str):
-            return Failure(f"relative_error({a!r}, {b!r}) raised {got}; expected {want:.10g}",
-                           _relerr_mistake(a, b, got), method="relative_error")
-        if not abs(got - want) <= 1e-12 + 1e-9 * want:
-            return Failure(f"relative_error({a!r}, {b!r}): expected {want:.10g}, got {got:.10g}",
-                           _relerr_mistake(a, b, got), method="relative_error")
+            return Failure(f"relative_error({a!r}, {b!r}) raised {got}; expected {want:.10g}", mis,
+                           method="relative_error", recovered=recovered)
+        return Failure(f"relative_error({a!r}, {b!r}): expected {want:.10g}, got {got:.10g}", mis,
+                       method="relative_error", recovered=recovered)
     return None
 
 

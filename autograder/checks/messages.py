@@ -248,6 +248,14 @@ MISCONCEPTIONS: dict[str, str] = {
                                 "(other + (-self)), or write -x + 1"),
     "common.unexpected_result": ("your code ran without an error but gave back something of another kind than the "
                                  "check expects (described above)"),
+    # a wrong formula recovered from the numbers (the diagnosis shows it beside the right one)
+    **{f"{kind}.wrong_slope": (f"the local derivative of {sym} is a slip of the right formula: the diagnosis shows the "
+                               "formula that gives your numbers beside the right one")
+       for kind, sym in (("tanh", "tanh"), ("exp", "exp"), ("pow", "x ** k"))},
+    "derivative.wrong_formula": ("numerical_derivative computes a slip of the central difference: the diagnosis shows "
+                                 "the formula that gives your numbers beside the right one"),
+    "relerr.wrong_formula": ("relative_error computes a slip of |a - b| / max(|a|, |b|): the diagnosis shows the formula "
+                             "that gives your numbers beside the right one"),
     "common.raised": ("your code raised an error while the check ran: the error and the line it names are above; run "
                       "the reproduce lines to see it yourself"),
     "common.timeout": "your code did not finish in time: look for a loop that never ends",
@@ -371,6 +379,16 @@ def replace_hint(message: str, misconception: str, name: str = "") -> str:
 
     return re.sub(r"\n  hint: .*?(?=\n  \S|\Z)", lambda _: hint_line(misconception, name), message, count=1,
                   flags=re.S)
+
+
+RECOVERED = "your {what} is `{got}`; it should be `{want}`{where}"
+
+
+def recovered_line(recovered: dict[str, str]) -> str:
+    """`\n  hint: your local slope is `1 - x**2`; it should be `1 - t**2`, where t is the output ...`."""
+    where = f", where {recovered['where']}" if recovered.get("where") else ""
+    return "\n  hint: " + RECOVERED.format(what=recovered["what"], got=recovered["got"], want=recovered["want"],
+                                          where=where)
 
 
 REPRO_MARK = "\n  reproduce:\n"

@@ -96,9 +96,12 @@ def _judge(check: Check, hidden: bool, tolerance: Tolerance, prober: Prober,
     absent = prober.missing(check.name)
     if absent:
         return _result(check, NOT_IMPLEMENTED, msg.NOT_DEFINED.format(targets=", ".join(absent))), True
-    for case in check.make_cases(hidden, secret):
+    cases = check.make_cases(hidden, secret)
+    for i, case in enumerate(cases):
         failure = verdict(check, case, prober.observe(check.name, case), tolerance)
         if failure:
+            if failure.recovered:
+                failure = _recovered_everywhere(check, failure, cases[i + 1:], prober, tolerance)
             failure = with_misconception(check, failure)
             own_stub = failure.status == NOT_IMPLEMENTED and _is_own(check, failure.method)
             raised_in = failure.method if failure.status in (NOT_IMPLEMENTED, ERROR) else None
@@ -106,8 +109,19 @@ def _judge(check: Check, hidden: bool, tolerance: Tolerance, prober: Prober,
             culprit = (_qualified(raised_in) if failure.misconception in msg.RAISED_IN_CULPRIT and raised_in
                        and not _is_own(check, raised_in) else None)
             return _result(check, failure.status, failure.message(), failure.misconception, repro=failure.repro,
-                           raised_in=raised_in, culprit=culprit), own_stub
+                           raised_in=raised_in, culprit=culprit, recovered=failure.recovered), own_stub
     return _result(check, PASSED, check.description), True
+
+
+def _recovered_everywhere(check: Check, failure: Failure, rest: Sequence[Case], prober: Prober,
+                          tolerance: Tolerance) -> Failure:
+    """The failure, its recovered formula kept only when the remaining cases recover the very same one (a formula
+    shown must give the learner's numbers on every case); otherwise the hand-written fallback says what is known."""
+    for case in rest:
+        other = verdict(check, case, prober.observe(check.name, case), tolerance)
+        if other is None or other.recovered != failure.recovered:
+            return dataclasses.replace(failure, recovered=None, misconception=None)
+    return failure
 
 
 def with_misconception(check: Check, failure: Failure) -> Failure:
@@ -177,7 +191,8 @@ class Blame:
             method = alone.culprit or alone.targets[0]
             if quiet:
                 return dataclasses.replace(result, culprit=method, misconception=alone.misconception,
-                                           message=alone.message, status=alone.status, same_as=alone.same_as or alone.name)
+                                           message=alone.message, status=alone.status, same_as=alone.same_as or alone.name,
+                                           recovered=alone.recovered)
             return self._blamed(check, result, alone, method)
         return self._uncontradicted(check, result, names)
 
@@ -204,7 +219,7 @@ class Blame:
             head = alone.message[: len(alone.message) - len(alone.repro)] if alone.repro else alone.message
             text = head + "\n" + msg.FOUND_ALONE.format(method=method, check=alone.name) + (alone.repro or result.repro)
             return dataclasses.replace(result, message=text, misconception=alone.misconception, status=alone.status,
-                                       repro=alone.repro or result.repro, culprit=method)
+                                       repro=alone.repro or result.repro, culprit=method, recovered=alone.recovered)
         source = alone.same_as or alone.name
         if alone.status == NOT_IMPLEMENTED:
             text = msg.NEEDS_FIRST_UNFINISHED.format(method=method)
@@ -212,7 +227,7 @@ class Blame:
                                        misconception=alone.misconception)
         text = msg.NEEDS_FIRST.format(method=method, check=source, detail=_indented(alone.message))
         return dataclasses.replace(result, message=text, culprit=method, same_as=source,
-                                   misconception=alone.misconception, status=FAILED)
+                                   misconception=alone.misconception, status=FAILED, recovered=alone.recovered)
 
 
 def judge_checks(checks: Sequence[Check], hidden: bool, tolerance: Tolerance, prober: Prober,
