@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import io
+import linecache
 import os
 import sys
 import time
@@ -427,6 +428,7 @@ def _run(nb: nbformat.NotebookNode) -> Run:
         buf = io.StringIO()
         # the summary is what a learner reads in their own kernel; under nbgrader it only says it is skipped
         mode = None if "summary(" in src else "autograde"
+        linecache.cache[f"<cell {i}>"] = (len(src), None, src.splitlines(True), f"<cell {i}>")  # as IPython does
         try:
             with nbgrader_execution(mode), contextlib.redirect_stdout(buf), contextlib.redirect_stderr(io.StringIO()):
                 exec(compile(src, f"<cell {i}>", "exec"), ns)
@@ -443,3 +445,157 @@ def _close_figures() -> None:
     """Forget the figures a cell drew (a kernel shows and drops them; here they would pile up across runs)."""
     if "matplotlib.pyplot" in sys.modules:
         sys.modules["matplotlib.pyplot"].close("all")
+
+
+# Issue 21: mistakes written from the exercise text, of the four classes the catalogue used to get wrong (the generic
+# fallback, an error relayed without its cause, a misleading hint, blame on the method that shows the bug). Each
+# names the misconception it must get (an id; for a recovered formula, the `.wrong_slope`/`.wrong_formula` id) and
+# `shows`: text the first failure's message must contain (the recovered formula, the learner's line). No entry is a
+# hand-written catalogue entry; `never` lists sentences that would mislead on it.
+@dataclass(frozen=True)
+class Diagnosed:
+    variant: Variant
+    shows: tuple[str, ...] = ()
+    never: tuple[str, ...] = ()
+
+
+RAISED = "your code raised an error"  # never where nothing raised
+TRAIN_LOSS = "        loss = mse_loss(model, xs, ys)\n"
+MANUAL = ("L.grad = 1.0\nf.grad = d.data * L.grad\nd.grad = f.data * L.grad\nc.grad = d.grad\ne.grad = d.grad\n"
+          "b.grad = a.data * e.grad\na.grad = b.data * e.grad\n")
+
+
+def dx(notebook: str, cell: str, misconception: str, method: str, subs: tuple[tuple[str, str], ...],
+       shows: tuple[str, ...] = (), never: tuple[str, ...] = ()) -> Diagnosed:
+    return Diagnosed(Variant(notebook, cell, subs, misconception, method), shows, never)
+
+
+DIAGNOSED: dict[str, Diagnosed] = {
+    # 1. wrong formulas nobody listed: recovered from the numbers
+    "d_divides_by_2_then_times_h": dx(N1, "ex_01_numerical_derivative", "derivative.wrong_formula", "numerical_derivative",
+                                      (("/ (2 * h)", "/ 2 * h"),), ("`(f(x + h) - f(x - h)) / 2 * h`",)),
+    "d_forgets_h": dx(N1, "ex_01_numerical_derivative", "derivative.wrong_formula", "numerical_derivative",
+                      (("/ (2 * h)", "/ 2"),), ("`(f(x + h) - f(x - h)) / 2`",)),
+    "d_adds_the_two_points": dx(N1, "ex_01_numerical_derivative", "derivative.wrong_formula", "numerical_derivative",
+                                (("f(x + h) - f(x - h)", "f(x + h) + f(x - h)"),), ("f(x + h) + f(x - h)",)),
+    "d_divides_by_h_squared": dx(N1, "ex_01_numerical_derivative", "derivative.wrong_formula", "numerical_derivative",
+                                 (("/ (2 * h)", "/ (2 * h * h)"),), ("should be `(f(x + h) - f(x - h)) / (2 * h)`",)),
+    "re_without_scale": dx(N1, "ex_01_relative_error", "relerr.wrong_formula", "relative_error",
+                           (("abs(a - b) / scale", "abs(a - b)"),), ("your relative_error is `abs(a - b)`",)),
+    "re_scale_of_a_alone": dx(N1, "ex_01_relative_error", "relerr.wrong_formula", "relative_error",
+                              (("max(abs(a), abs(b))", "abs(a)"),), ("`abs(a - b) / abs(a)`",)),
+    "re_abs_of_a_only": dx(N1, "ex_01_relative_error", "relerr.wrong_formula", "relative_error",
+                           (("max(abs(a), abs(b))", "max(abs(a), b)"),), ("`abs(a - b) / max(abs(a), b)`",),
+                           ("not the smaller",)),
+    "tanh_one_more_tanh": dx(N4, "ex_04_tanh", "tanh.wrong_slope", "Value.tanh", (("(1 - t**2)", "(1 - math.tanh(t)**2)"),),
+                             ("`(1 - tanh(t)**2) * g`",)),
+    "tanh_cube": dx(N4, "ex_04_tanh", "tanh.wrong_slope", "Value.tanh", (("(1 - t**2)", "(1 - t**3)"),), ("`(1 - t**3) * g`",)),
+    "tanh_parentheses_left_out": dx(N4, "ex_04_tanh", "tanh.wrong_slope", "Value.tanh",
+                                    (("(1 - t**2) * out.grad", "1 - t**2 * out.grad"),), ("`1 - t**2 * g`",)),
+    "tanh_halved": dx(N4, "ex_04_tanh", "tanh.wrong_slope", "Value.tanh", (("(1 - t**2) * out.grad", "(1 - t**2) / 2 * out.grad"),),
+                      ("should be `(1 - t**2) * g`",)),
+    "tanh_grad_twice": dx(N4, "ex_04_tanh", "tanh.wrong_slope", "Value.tanh",
+                          (("(1 - t**2) * out.grad", "(1 - t**2) * out.grad * out.grad"),), ("`(1 - t**2) * g * g`",)),
+    "exp_one_more_exp": dx(N4, "ex_04_exp", "exp.wrong_slope", "Value.exp", (("out.data * out.grad", "math.exp(out.data) * out.grad"),),
+                           ("`exp(t) * g`",)),
+    "exp_times_input": dx(N4, "ex_04_exp", "exp.wrong_slope", "Value.exp",
+                          (("out.data * out.grad", "out.data * self.data * out.grad"),), ("should be `t * g`",)),
+    "pow_k_minus_1_unbracketed": dx(N4, "ex_04_pow", "pow.wrong_slope", "Value.__pow__",
+                                    (("k * self.data ** (k - 1) * out.grad", "k * self.data ** k-1 * out.grad"),),
+                                    ("`k * x**k - 1 * g`",)),
+    "pow_output_for_input": dx(N4, "ex_04_pow", "pow.wrong_slope", "Value.__pow__",
+                               (("k * self.data ** (k - 1)", "k * out.data ** (k - 1)"),), ("`k * t**(k - 1) * g`",)),
+    "pow_halved": dx(N4, "ex_04_pow", "pow.wrong_slope", "Value.__pow__",
+                     (("k * self.data ** (k - 1) * out.grad", "k / 2 * self.data ** (k - 1) * out.grad"),),
+                     ("should be `k * x**(k - 1) * g`",)),
+    "bricks_sign_of_numerator": dx(N4, "ex_04_tanh_from_bricks", "tanh_bricks.wrong_formula", "tanh_from_bricks",
+                                   (("(e - 1) / (e + 1)", "(1 - e) / (e + 1)"),), ("`(1 - exp(2 * x)) / (exp(2 * x) + 1)`",)),
+    "bricks_exp_of_x": dx(N4, "ex_04_tanh_from_bricks", "tanh_bricks.wrong_formula", "tanh_from_bricks",
+                          (("e = (2 * x).exp()", "e = x.exp()"),), ("`(exp(x) - 1) / (exp(x) + 1)`",)),
+    "rmul_bound_to_radd": dx(N4, "ex_04_reflected", "rmul.calls_add", "Value.__rmul__",
+                             (("Value.__rmul__ = __rmul__", "Value.__rmul__ = __radd__"),), ("2 * a computes 2 + a",)),
+    "div_multiplies": dx(N4, "ex_04_div", "div.multiplies", "Value.__truediv__", (("self * other**-1", "self * other"),)),
+    "grads_of_backward_twice": dx(N5, "ex_05_grads_of", "grads_of.backward_twice", "grads_of",
+                                  (("    f(*leaves).backward()\n", "    out = f(*leaves)\n    out.backward()\n    out.backward()\n"),)),
+    "mse_graph_cut_by_data": dx(N6, "ex_06_mse_loss", "mse.graph_cut", "mse_loss",
+                                (("return sum((model(x) - y) ** 2 for", "return sum(Value((model(x).data - y) ** 2) for"),)),
+    "mse_len_minus_one": dx(N6, "ex_06_mse_loss", "mse.fixed_count", "mse_loss", ((" / len(xs)", " / (len(xs) - 1)"),),
+                            ("divided by",), ("not a fixed number",)),
+    "train_step_by_data": dx(N6, "ex_06_train", "train.steps_by_data", "train", (("p.data -= lr * p.grad", "p.data -= lr * p.data"),)),
+    "train_zero_grad_after_backward": dx(N6, "ex_06_train", "train.loss_never_changes", "train",
+                                         (("            p.grad = 0.0\n        loss.backward()\n",
+                                           "            pass\n        loss.backward()\n        for p in model.parameters():\n"
+                                           "            p.grad = 0.0\n"),), ("never moved",)),
+    # 2. errors of learner code, with their cause and the learner's own line
+    "add_backward_called": dx(N3, "ex_03_add", "node.backward_is_none", "Value.__add__",
+                              (("    out._backward = _backward\n", "    out._backward = _backward()\n"),), (), (RAISED,)),
+    "mul_backward_called": dx(N3, "ex_03_mul", "node.backward_is_none", "Value.__mul__",
+                              (("    out._backward = _backward\n", "    out._backward = _backward()\n"),), (), (RAISED,)),
+    "backward_reverse_in_place": dx(N3, "ex_03_backward", "common.inplace_returns_none", "backward",
+                                    (("for node in reversed(topo):", "for node in topo.reverse():"),),
+                                    ("`for node in topo.reverse():`",)),
+    "backward_reverse_assigned": dx(N3, "ex_03_backward", "common.none_iterated", "backward",
+                                    (("    for node in reversed(topo):", "    topo = topo.reverse()\n    for node in reversed(topo):"),),
+                                    ("line",)),
+    "add_no_return": dx(N2, "ex_02_add", "common.returns_none", "Value.__add__",
+                        (('    return Value(self.data + other.data, (self, other), "+")',
+                          '    Value(self.data + other.data, (self, other), "+")'),), (), (RAISED,)),
+    "tanh_no_return": dx(N4, "ex_04_tanh", "common.returns_none", "Value.tanh", (("    return out\n", ""),), (), (RAISED,)),
+    "repr_without_return": dx(N2, "ex_02_value_class", "repr.prints_instead_of_returning", "Value.__repr__",
+                              (('return f"Value(data={self.data})"', 'f"Value(data={self.data})"'),), ("returned None",)),
+    "grads_of_passes_the_list": dx(N5, "ex_05_grads_of", "grads_of.passes_a_list", "grads_of",
+                                   (("f(*leaves).backward()", "f(leaves).backward()"),), ("f(*leaves)",)),
+    "grads_of_on_floats": dx(N5, "ex_05_grads_of", "common.backward_on_number", "grads_of",
+                             (("f(*leaves).backward()", "f(*inputs).backward()"),), ("line",)),
+    "sub_number_not_wrapped": dx(N4, "ex_04_neg_sub", "node.number_not_wrapped", "Value.__sub__",
+                                 (("return self + (-other)", 'out = Value(self.data - other.data, (self, other), "-")\n\n'
+                                   "    def _backward():\n        self.grad += out.grad\n        other.grad -= out.grad\n\n"
+                                   "    out._backward = _backward\n    return out"),), ("self.data - other.data",)),
+    "neuron_call_no_return": dx(N6, "ex_06_neuron", "common.returns_none", "Neuron",
+                                ((NEURON_OUT, NEURON_OUT.replace("return ", "")),), (), (RAISED,)),
+    "mse_returns_float": dx(N6, "ex_06_mse_loss", "common.float_for_value", "mse_loss",
+                            (("return sum((model(x) - y) ** 2 for x, y in zip(xs, ys)) / len(xs)",
+                              "return sum((model(x).data - y) ** 2 for x, y in zip(xs, ys)) / len(xs)"),), (), (RAISED,)),
+    # 3. hints that used to mislead
+    "backward_preorder": dx(N3, "ex_03_backward", "backward.preorder", "Value.backward",
+                            ((BUILD, BUILD.replace("            for child in v._prev:\n                build(child)\n"
+                                                   "            topo.append(v)\n",
+                                                   "            topo.append(v)\n            for child in v._prev:\n"
+                                                   "                build(child)\n")),), (),
+                            ("REVERSE topological order (from the root down)",)),
+    "train_loss_once": dx(N6, "ex_06_train", "train.loss_not_recomputed", "train",
+                          (("    for _ in range(steps):\n" + TRAIN_LOSS,
+                            "    loss = mse_loss(model, xs, ys)\n    for _ in range(steps):\n"),),
+                          (), ("does each step call",)),
+    "manual_a_before_e": dx(N2, "ex_02_manual_grads", "manual.fill_order", "a.grad",
+                            ((MANUAL, MANUAL.replace("e.grad = d.grad\n", "").replace("a.grad = b.data * e.grad\n",
+                                                                                    "e.grad = d.grad\n")
+                              .replace("c.grad = d.grad\n", "c.grad = d.grad\na.grad = b.data * e.grad\n")),),
+                            (), ("(e = a * b: a.grad = b.data * e.grad",)),
+    "manual_c_before_d": dx(N2, "ex_02_manual_grads", "manual.fill_order", "c.grad",
+                            ((MANUAL, MANUAL.replace("c.grad = d.grad\n", "")
+                              .replace("L.grad = 1.0\n", "L.grad = 1.0\nc.grad = d.grad\n")),),
+                            (), ("routes d's gradient unchanged",)),
+    # 4. blame on the method that holds the bug: __init__'s counts before parameters() and the outputs
+    "neuron_one_weight_short": dx(N6, "ex_06_neuron", "neuron.weight_count", "Neuron.__init__",
+                                  (("for _ in range(nin)]", "for _ in range(nin - 1)]"),), (), ("parameters() must list",)),
+    "neuron_one_weight_extra": dx(N6, "ex_06_neuron", "neuron.weight_count", "Neuron.__init__",
+                                  (("for _ in range(nin)]", "for _ in range(nin + 1)]"),)),
+    "neuron_parameters_without_bias": dx(N6, "ex_06_neuron", "net.parameters_incomplete", "Neuron.parameters",
+                                         (("return self.w + [self.b]", "return self.w"),)),
+    "layer_one_neuron_short": dx(N6, "ex_06_layer", "layer.neuron_count", "Layer.__init__",
+                                 (("for _ in range(nout)]", "for _ in range(nout - 1)]"),)),
+    "layer_neurons_take_nout": dx(N6, "ex_06_layer", "layer.neuron_inputs", "Layer.__init__",
+                                  (("[Neuron(nin) for _ in range(nout)]", "[Neuron(nout) for _ in range(nout)]"),)),
+    "layer_parameters_are_neurons": dx(N6, "ex_06_layer", "net.parameters_not_values", "Layer.parameters",
+                                       (("return [p for n in self.neurons for p in n.parameters()]", "return self.neurons"),),
+                                       ("Neuron object",), ("2 Values",)),
+    "mlp_one_layer_short": dx(N6, "ex_06_mlp", "mlp.layer_count", "MLP.__init__",
+                              (("for i in range(len(nouts))]", "for i in range(len(nouts) - 1)]"),), (),
+                              (RAISED, "should return the Value itself")),
+    "mlp_parameters_are_layers": dx(N6, "ex_06_mlp", "net.parameters_not_values", "MLP.parameters",
+                                    (("return [p for layer in self.layers for p in layer.parameters()]", "return self.layers"),),
+                                    ("Layer object",)),
+    "mlp_sizes_swapped": dx(N6, "ex_06_mlp", "mlp.layer_sizes", "MLP.__init__",
+                            (("Layer(sizes[i], sizes[i + 1])", "Layer(sizes[i + 1], sizes[i])"),)),
+}

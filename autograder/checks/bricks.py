@@ -110,9 +110,13 @@ BRICK_OF.update({"tanh": "tanh", "tanh_mul": "tanh", "tanh_reuse": "tanh", "exp"
                  "rmul": "rmul", "rmul_reuse": "rmul", "rsub": "rsub", "rsub_mul": "rsub", "rsub_reuse": "rsub",
                  "rtruediv": "rtruediv", "rtruediv_mul": "rtruediv", "rtruediv_reuse": "rtruediv"})
 VALUE_MISTAKES.update({
+    "rmul": [("rmul.calls_add", lambda a: (2 + a) * 3.0)],
+    "rmul_reuse": [("rmul.calls_add", lambda a: 2.5 + a + a)],
+    "radd": [("radd.calls_mul", lambda a: a * 3.0)],
+    "radd_reuse": [("radd.calls_mul", lambda a: 1.5 * a * 2.5 + a)],
     "rtruediv": [("rtruediv.operands_inverted", lambda a: 3.0 * a / 2)],
     "rtruediv_mul": [("rtruediv.operands_inverted", lambda a, b: a * b / 3)],
-    "div": [("div.operands_inverted", lambda a, b: 3.0 * b / a)],
+    "div": [("div.operands_inverted", lambda a, b: 3.0 * b / a), ("div.multiplies", lambda a, b: a * b * 3.0)],
     "div_self": [("div.operands_inverted", lambda a, b: a / (a + b))],
 })
 

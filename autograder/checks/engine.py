@@ -153,6 +153,9 @@ register(Check("mul_local_backward", (MUL,), "out._backward() of a * b adds the 
 # Nodes listed children first; [parent, child] edges; the root is the last node. The shapes hold a shared node, a skip
 # connection whose two paths differ in length, and a leaf used by two nodes.
 SHAPES = [
+    # a diamond first: whichever child a depth-first walk takes first, its pre-order lists the shared node 0 before
+    # its other parent, so a pre-order list walked reversed is told apart from a post-order list walked forwards
+    [[1, 0], [2, 0], [3, 1], [3, 2]],
     [[2, 0], [2, 1], [3, 2], [4, 2], [4, 3], [5, 4], [5, 0]],
     [[2, 0], [3, 2], [3, 1], [4, 3], [5, 3], [5, 4], [6, 5], [6, 2], [6, 1]],
 ]
@@ -161,7 +164,7 @@ SHAPES = [
 def backward_cases(rng: random.Random, hidden: bool) -> list[Case]:
     """Graphs of distinct data whose edges carry distinct weights."""
     out = []
-    for shape in SHAPES if hidden else SHAPES[:1]:
+    for shape in SHAPES if hidden else SHAPES[:2]:
         n = max(p for p, _ in shape) + 1
         data = generic_inputs(rng, n, 0.3, 2.5)
         weights = generic_inputs(rng, len(shape), 0.3, 2.5)
@@ -247,9 +250,13 @@ def judge_backward(case: Case, obs: Observation, tol: Tolerance) -> Failure | No
     late = [(p, c) for p, c in edges if c in pos and pos[p] > pos[c]]
     if late:
         p, c = late[0]
-        if all(pos[cc] < pos[pp] for pp, cc in edges if cc in pos and pp in pos):
+        forward = all(pos[cc] < pos[pp] for pp, cc in edges if cc in pos and pp in pos)
+        preorder = is_preorder(list(reversed(calls)), edges, root)
+        if forward and preorder:  # both codes give this order on this graph: say what both share
+            mis = "backward.leaves_first"
+        elif forward:
             mis = "backward.forward_order"  # a topological order walked forwards, leaves first
-        elif is_preorder(list(reversed(calls)), edges, root):
+        elif preorder:
             mis = "backward.preorder"  # reversed(a pre-order list): each node listed before its children
         elif all(a <= b for a, b in zip([_depths(case)[x] for x in calls], [_depths(case)[x] for x in calls[1:]])):
             mis = "backward.breadth_first"

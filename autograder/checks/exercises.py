@@ -264,6 +264,21 @@ def tanh_bricks_cases(rng: random.Random, hidden: bool) -> list[Case]:
     return [{"probe": "tanh_bricks", "inputs": xs}]
 
 
+TANH_BRICKS = Space("(exp(2 * x) - 1) / (exp(2 * x) + 1)", ("x",), ("exp",), (("x", -2.0, 2.0),), depth=2)
+
+
+def _recover_bricks(case: Case, obs: Observation) -> dict[str, str] | None:
+    """The one slip of (e^2x - 1) / (e^2x + 1) that gives every forward value the learner's composition gave."""
+    points = [(x, r["data"]) for x, r in zip(case["inputs"], obs["results"]) if "data" in r]
+
+    def matches(text: str) -> bool:
+        values = [evaluate(text, {"x": x}) for x, _ in points]
+        return all(v is not None and abs(v - got) <= 1e-9 * max(1.0, abs(got)) for v, (_, got) in zip(values, points))
+
+    found = recover(TANH_BRICKS.formula, TANH_BRICKS.candidates(), matches)
+    return {"what": "tanh_from_bricks(x)", "got": found.got, "want": found.want, "where": ""} if found else None
+
+
 def judge_tanh_bricks(case: Case, obs: Observation, tol: Tolerance) -> Failure | None:
     """tanh(x) = (e^2x - 1) / (e^2x + 1) built from exp, +, -, / (or **): same value, same gradient."""
     for x, r in zip(case["inputs"], obs["results"]):
@@ -279,8 +294,9 @@ def judge_tanh_bricks(case: Case, obs: Observation, tol: Tolerance) -> Failure |
                            method="tanh_from_bricks")
         want = math.tanh(x)
         if not value_close(r["data"], want, tol.forward_rtol):
+            recovered = _recover_bricks(case, obs)
             return Failure(f"tanh_from_bricks(Value({x!r})).data: expected tanh(x) = {want:.10g}, got {r['data']:.10g}",
-                           "tanh_bricks.wrong_formula", method="tanh_from_bricks")
+                           "tanh_bricks.wrong_formula", method="tanh_from_bricks", recovered=recovered)
         dwant = 1 - want * want
         if not grad_close(r["grad"], dwant, want, tol.rtol, tol.atol):
             cut = r.get("reaches") is False  # out's graph never reaches x: the composition is built from numbers
@@ -317,6 +333,13 @@ def _grads_of_call(case: Case) -> str:
     return f"grads_of(f, {list(case['inputs'])}) with f({', '.join(expr.params)}) = `{expr.source.replace(chr(10), '; ')}`"
 
 
+def _whole_multiples(got: list[float], want: list[float]) -> bool:
+    """Whether every gradient is 2 or more whole times the right one (backward() run again adds once more through
+    each path, so nodes deeper down get more)."""
+    ratios = [g / w for g, w in zip(got, want) if abs(w) > 1e-9]
+    return bool(ratios) and all(round(r) >= 2 and abs(r - round(r)) < 1e-6 for r in ratios)
+
+
 def judge_grads_of(case: Case, obs: Observation, tol: Tolerance) -> Failure | None:
     """One gradient per input, each the numerical one, the same on a second call."""
     expr = EXPRESSIONS[case["expr"]]
@@ -335,6 +358,8 @@ def judge_grads_of(case: Case, obs: Observation, tol: Tolerance) -> Failure | No
                     mis = "grads_of.returns_data"
                 elif not n and all(v == 0 for v in got):
                     mis = "grads_of.no_backward"
+                elif not n and _whole_multiples(got, [e.value for e in estimates]):
+                    mis = "grads_of.backward_twice"  # every gradient a whole multiple: backward() ran again
                 return Failure(f"{call}: gradient of {p} expected {est.value:.10g} (numerical), got {g:.10g}{again}",
                                mis, method="grads_of")
     return None

@@ -57,6 +57,9 @@ MISCONCEPTIONS: dict[str, str] = {
     "backward.loses_a_use": ("a node used more than once got the gradient of only some of its uses, though each "
                              "operation's _backward accumulates when tested alone: backward() must run the _backward "
                              "of every node that uses it, once each"),
+    "backward.leaves_first": ("backward() ran every child's _backward before the nodes that use it (leaves first): "
+                              "the walk must go from the root down, the reverse of a list where each node comes after "
+                              "its children (post-order: append a node after visiting its children)"),
     "backward.preorder": ("the walk is the reverse of a PRE-order list: build_topo appends a node before visiting its "
                           "children; append it AFTER the loop over its children (post-order), then walk the list "
                           "reversed"),
@@ -141,6 +144,8 @@ MISCONCEPTIONS: dict[str, str] = {
                                    "own check says which), or part of your composition is built from plain numbers "
                                    "(Value(... .data)), which cuts the graph there"),
     "grads_of.returns_data": "grads_of must return each leaf's .grad after backward(), not its .data",
+    "grads_of.backward_twice": ("every gradient is a whole multiple of the right one: backward() ran more than once "
+                                "on the same graph, and each run adds its gradients again; call it once"),
     "grads_of.not_fresh": "start from fresh Values on every call: gradients left from an earlier call pile up",
     "derivative.forward_difference": ("this looks like a forward difference (f(x+h) - f(x)) / h, off by about h*f''(x)/2; "
                                       "the central difference (f(x+h) - f(x-h)) / (2h) is far closer"),
@@ -186,9 +191,20 @@ MISCONCEPTIONS: dict[str, str] = {
     "node.number_on_the_left": ("a number on the LEFT of a Value (such as -1 * self, or -other + self when other is a "
                                 "number) needs __rmul__ / __radd__, which come in the exercise 'numbers on the left'; "
                                 "until then keep the Value on the left: self * -1, self + (-other)"),
-    "mse.fixed_count": "the mean divides by the number of examples, len(xs), not a fixed number",
-    "repr.prints_instead_of_returning": ("__repr__ must RETURN the text (return f\"Value(data={self.data})\"), "
-                                         "not print it"),
+    "mse.fixed_count": ("the mean divides by the number of examples, len(xs); this divides the sum by another count "
+                        "(the line above says which)"),
+    "mse.graph_cut": ("the loss's value is right, but its graph does not reach the parameters: part of it is built "
+                      "from plain numbers (.data, or Value(... .data)); build it from the model's output Values"),
+    "common.float_for_value": ("it returned a plain number where a Value belongs: build the result from Value "
+                               "operations (no .data), so that backward() can walk back through it"),
+    "common.none_iterated": ("the line above walks through None where a list belongs: a function without `return`, "
+                             "or a list method that works in place (x = x.reverse(), x = x.sort()), gives None"),
+    "rmul.calls_add": "2 * a computes 2 + a: __rmul__ must multiply, return self * other (is it bound to __radd__?)",
+    "radd.calls_mul": "1 + a computes 1 * a: __radd__ must add, return self + other (is it bound to __rmul__?)",
+    "div.multiplies": "a / b computes a * b: divide, self * other**-1",
+    "repr.prints_instead_of_returning": ("__repr__ returned None: it must RETURN the text, "
+                                         "return f\"Value(data={self.data})\" (printing it, or leaving out `return`, "
+                                         "gives None)"),
     "layer.returns_one_output": ("Layer(nin, nout)(x) must return the list of all nout outputs (one per neuron), and "
                                  "only with nout == 1 the one Value itself"),
     "layer.shared_neuron": ("every output of the layer is the same: the layer holds one Neuron nout times "
@@ -289,6 +305,8 @@ ERROR_MISCONCEPTIONS: tuple[tuple[str, str | None, str], ...] = (
     (r"'(float|int)' object has no attribute 'backward'", None, "common.backward_on_number"),
     (r"'(float|int)' object has no attribute '(data|grad|_prev|_backward)'", None, "node.number_not_wrapped"),
     (r"(gave|returned) a NoneType", None, "common.returns_none"),
+    (r"'NoneType' object is not (iterable|reversible)", None, "common.none_iterated"),
+    (r"returned a (float|int) \(.*expected a Value", None, "common.float_for_value"),
     (r"gave a (float|int)\b.*not a Value", None, "node.returns_float"),
     (r"a child in some node's _prev is a (float|int)\b", None, "node.wrong_children"),
     (r"^Layer\(\d+, \d+\)\(x\) returned <", None, "layer.returns_one_output"),

@@ -261,6 +261,11 @@ def judge_loss(case: Case, obs: Observation, tol: Tolerance) -> Failure | None:
                        "net.parameter_count")
     want = nref.mse(weights, nin, nouts, xs, ys)
     setup = [f"xs = {xs!r}; ys = {ys!r}", "loss = mse_loss(model, xs, ys)"]
+    if value_close(obs["data"], want, tol.forward_rtol) and obs.get("reach") == 0 and not any(obs["grads"]):
+        return Failure(f"{where}: the value is right ({want:.10g}), but the loss's graph reaches none of the "
+                       f"{len(weights)} parameters through _prev, and every gradient stayed 0", "mse.graph_cut",
+                       repro=net_repro(f"MLP({nin}, {nouts})", weights, *setup, "loss.backward()",
+                                       "print([p.grad for p in model.parameters()])  # expected: not all zero"))
     if not value_close(obs["data"], want, tol.forward_rtol):
         mis = "mse.is_sum" if value_close(obs["data"], want * len(xs), 1e-9) else None
         errors = [nref.forward(weights, nin, nouts, x)[0] - y for x, y in zip(xs, ys)]
@@ -268,11 +273,13 @@ def judge_loss(case: Case, obs: Observation, tol: Tolerance) -> Failure | None:
                          ("mse.square_of_sum", sum(errors) ** 2 / len(xs)), ("mse.square_of_sum", sum(errors) ** 2)):
             if mis is None and value_close(obs["data"], wrong, 1e-9):
                 mis = m
-        for k in range(2, 11):  # a mean over a fixed count: the data sets differ in size from case to case
+        count = None
+        for k in range(1, 11):  # a mean over another count: the data sets differ in size from case to case
             if mis is None and k != len(xs) and value_close(obs["data"], want * len(xs) / k, 1e-9):
-                mis = "mse.fixed_count"
+                mis, count = "mse.fixed_count", k
         repro = net_repro(f"MLP({nin}, {nouts})", weights, *setup, f"print(loss.data)  # expected {want:.10g}")
-        return Failure(f"{where}: expected {want:.10g}, got {obs['data']:.10g}", mis, repro=repro)
+        divided = f" (the sum of squared errors divided by {count}, for {len(xs)} examples)" if count else ""
+        return Failure(f"{where}: expected {want:.10g}, got {obs['data']:.10g}{divided}", mis, repro=repro)
     est = nref.mse_gradient(weights, nin, nouts, xs, ys)
     for i, (g, e) in enumerate(zip(obs["grads"], est)):
         if not grad_close(g, e.value, want, tol.rtol, tol.atol):

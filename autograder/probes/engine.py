@@ -68,6 +68,8 @@ def probe_node(ns: Namespace, case: Case) -> Observation:
         for leaf, g in zip(leaves, case["preset"]):
             leaf.grad = g
         out.grad = case["upstream"]
+        if getattr(out, "_backward", None) is None:
+            raise LearnerError("out._backward is None: the method stored what calling _backward returned")
         out._backward()
         obs["grads"] = [read_number(leaf.grad, f"{p}.grad") for p, leaf in zip("ab", leaves)]
     return obs

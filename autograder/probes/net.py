@@ -135,7 +135,8 @@ def probe_loss(ns: Namespace, case: Case) -> Observation:
     loss = ns["mse_loss"](model, case["xs"], case["ys"])
     data = read_output(loss, "mse_loss")
     loss.backward()
-    return {"count": len(params), "data": data, "grads": [read_number(p.grad, "parameter.grad") for p in params]}
+    return {"count": len(params), "data": data, "grads": [read_number(p.grad, "parameter.grad") for p in params],
+            "reach": _reach(loss, params)}
 
 
 def probe_train(ns: Namespace, case: Case) -> Observation:
