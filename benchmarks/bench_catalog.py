@@ -21,7 +21,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from notebook_corpus import MISTAKES, SOURCE, notebook, run  # noqa: E402
+from notebook_corpus import DIAGNOSED, MISTAKES, SOURCE, notebook, run  # noqa: E402
 
 from autograder import checks  # noqa: E402
 from autograder.checks import run_checks  # noqa: E402
@@ -59,7 +59,7 @@ def check_cells(repeats: int) -> None:
         seconds, _ = _median_seconds(lambda path=path: nbformat.read(path, as_version=4), repeats)
         for gid, (vis, both) in seconds.items():
             worst[gid][0], worst[gid][2] = vis, both
-    for variant in MISTAKES.values():
+    for variant in [*MISTAKES.values(), *(d.variant for d in DIAGNOSED.values())]:
         seconds, ran = _median_seconds(lambda variant=variant: notebook(variant), repeats)
         for gid, visible, _ in ran.grades:
             vis, both = seconds[gid]
@@ -75,7 +75,7 @@ def check_cells(repeats: int) -> None:
     top = max(max(w[0], w[1]) for w in worst.values())
     print(f"  slowest learner-visible answer {top:.3f} s = {top / CELL_TARGET:.0%} of the target; "
           f"slowest with hidden inputs (nbgrader) {max(w[2] for w in worst.values()):.3f} s; "
-          f"{len(MISTAKES)} mistakes")
+          f"{len(MISTAKES) + len(DIAGNOSED)} mistakes")
 
 
 def hand_written_check(ns: dict, cks: list[checks.Check]) -> int:

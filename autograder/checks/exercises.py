@@ -264,7 +264,7 @@ def tanh_bricks_cases(rng: random.Random, hidden: bool) -> list[Case]:
     return [{"probe": "tanh_bricks", "inputs": xs}]
 
 
-TANH_BRICKS = Space("(exp(2 * x) - 1) / (exp(2 * x) + 1)", ("x",), ("exp",), (("x", -2.0, 2.0),), depth=2)
+TANH_BRICKS = Space("(e - 1) / (e + 1)", ("x",), ("exp",), (("x", -2.0, 2.0),), inner=(("e", "exp(2 * x)"),))
 
 
 def _recover_bricks(case: Case, obs: Observation) -> dict[str, str] | None:
@@ -275,7 +275,7 @@ def _recover_bricks(case: Case, obs: Observation) -> dict[str, str] | None:
         values = [evaluate(text, {"x": x}) for x, _ in points]
         return all(v is not None and abs(v - got) <= 1e-9 * max(1.0, abs(got)) for v, (_, got) in zip(values, points))
 
-    found = recover(TANH_BRICKS.formula, TANH_BRICKS.candidates(), matches)
+    found = recover(TANH_BRICKS.full, TANH_BRICKS.candidates(), matches)
     return {"what": "tanh_from_bricks(x)", "got": found.got, "want": found.want, "where": ""} if found else None
 
 

@@ -111,6 +111,17 @@ def slips(formula: str, names: Sequence[str], functions: Sequence[str] = ()) -> 
     return list(dict.fromkeys(t for t in out if t != formula))
 
 
+def substitute(formula: str, name: str, text: str) -> str:
+    """The formula with every use of `name` replaced by the expression `text`."""
+    inner = ast.parse(text, mode="eval").body
+
+    class Put(ast.NodeTransformer):
+        def visit_Name(self, node: ast.Name) -> ast.AST:
+            return inner if node.id == name else node
+
+    return ast.unparse(ast.fix_missing_locations(Put().visit(ast.parse(formula, mode="eval"))))
+
+
 def _parentheses_left_out(formula: str) -> Iterator[str]:
     """The formula with one pair of grouping parentheses left out (`x ** (k - 1)` written `x ** k - 1`)."""
     opened: list[int] = []
@@ -156,6 +167,15 @@ class Space:
     where: str = ""
     fixed: tuple[tuple[str, object], ...] = ()  # names bound to the same thing everywhere (a function f)
     depth: int = 1  # slips on top of slips, for short formulas
+    inner: tuple[tuple[str, str], ...] = ()  # a name that stands for a formula of its own, which may hold the slip
+
+    @property
+    def full(self) -> str:
+        """The formula with every inner name written out."""
+        text = self.formula
+        for name, inner in self.inner:
+            text = substitute(text, name, inner)
+        return text
 
     def env(self, **values: object) -> dict[str, object]:
         """The names' values at a point: the fixed ones, then these, then the derived ones."""
@@ -178,7 +198,7 @@ class Space:
 def distinct_slips(space: Space) -> list[str]:
     """The slips that differ from the formula and from each other somewhere in the space (the shortest text kept
     for each function), so that two matches always mean two different formulas."""
-    formula = space.formula
+    formula = space.full
     points = space.points()
 
     def signature(text: str) -> tuple[float | None, ...]:
@@ -186,9 +206,12 @@ def distinct_slips(space: Space) -> list[str]:
 
     seen = {signature(formula)}
     kept = []
-    texts = slips(formula, space.names, space.functions)
+    texts = slips(space.formula, space.names, space.functions)
     if space.depth > 1:
         texts += [t2 for t in texts for t2 in slips(t, space.names, space.functions)]
+    for name, inner in space.inner:  # a slip outside (the inner formula right), or inside it (the outer right)
+        texts = [substitute(t, name, inner) for t in texts]
+        texts += [substitute(space.formula, name, s) for s in slips(inner, space.names, space.functions)]
     for text in sorted(dict.fromkeys(texts), key=len):
         sig = signature(text)
         if sig not in seen and any(v is not None for v in sig):
