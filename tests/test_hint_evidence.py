@@ -114,7 +114,7 @@ def test_a_contradicted_accumulation_hint_is_replaced_by_what_is_known():
     from autograder.settings import Tolerance
 
     check = get("backward_accumulates")
-    wrong = CheckResult(check.name, check.targets, False, 0.0, 1.0,
+    wrong = CheckResult(check.name, check.targets, 0.0, 1.0,
                         "gradient of a ...\n  hint: " + msg.hint("node.assigns_instead_of_accumulating") + "\n  reproduce:\n    x",
                         "failed", "node.assigns_instead_of_accumulating")
     blame = Blame(get, False, Tolerance(), None, None)  # type: ignore[arg-type]

@@ -30,7 +30,7 @@ class CheckResult:
 
     name: str
     targets: tuple[str, ...]
-    passed: bool
+    passed: bool = field(init=False)  # derived from status, never set on its own
     points: float
     max_points: float
     message: str
@@ -41,6 +41,11 @@ class CheckResult:
     repro: str = ""  # the reproduce block (also at the end of the message)
     raised_in: str | None = None  # the learner function that raised, when the learner's code raised
     recovered: dict[str, str] | None = None  # the learner's formula recovered from the numbers: got, want, where, what
+
+    def __post_init__(self) -> None:
+        if self.status not in STATUSES:
+            raise ValueError(f"unknown status {self.status!r}")
+        self.passed = self.status == PASSED
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict with the documented keys."""

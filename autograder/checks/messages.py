@@ -430,3 +430,7 @@ NEEDS_FIRST_UNFINISHED = "needs `{method}` to pass first: it is not implemented 
 SAME_CULPRIT = "fails because of `{method}`, see above"
 FOUND_ALONE = "  (found by testing `{method}` alone: {check})"
 MALFORMED = "the learner's process returned malformed data ({kind})"
+LOOKED_UP_VISIBLE = ("passes its own inputs but not the same inputs moved by a fraction of a percent: the answers seem "
+                     "looked up, not computed")
+LOOKED_UP_HIDDEN = ("passes its hidden inputs but not one of them moved by a fraction of a percent: the answers seem "
+                    "looked up, not computed")

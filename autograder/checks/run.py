@@ -46,7 +46,7 @@ class LocalProber:
 
 def _result(check: Check, status: str, message: str, misconception: str | None = None, **extra: Any) -> CheckResult:
     passed = status == PASSED
-    return CheckResult(check.name, check.targets, passed, check.points if passed else 0.0, check.points, message,
+    return CheckResult(check.name, check.targets, check.points if passed else 0.0, check.points, message,
                        status, misconception, **extra)
 
 

@@ -10,6 +10,7 @@ from typing import Any, Protocol
 from .. import checks as catalog
 from .. import notebook
 from ..checks import FAILED, NOT_IMPLEMENTED, CheckResult, judge_checks
+from ..checks import messages as msg
 from ..checks.messages import MALFORMED_OBSERVATION
 from ..settings import Tolerance
 from .channel import Violation
@@ -120,9 +121,7 @@ def judge_cell(observer: Observer, calls: Sequence[CheckCall], tolerance: Tolera
                 if name not in hidden_names and tabulated(observer, check, tolerance):
                     flags.append(f"hard-coded answers? {name} passes its visible inputs but fails the same inputs "
                                  "moved by a random 0.05-0.2%")
-                    result = dataclasses.replace(result, passed=False, points=0.0, status=FAILED, message=(
-                        "passes its own inputs but not the same inputs moved by a fraction of a percent: the answers "
-                        "seem looked up, not computed"))
+                    result = dataclasses.replace(result, points=0.0, status=FAILED, message=msg.LOOKED_UP_VISIBLE)
                 else:
                     visible_passed.add(name)
             elif (call.hidden and not result.passed and name in visible_passed
@@ -132,9 +131,7 @@ def judge_cell(observer: Observer, calls: Sequence[CheckCall], tolerance: Tolera
             elif call.hidden and result.passed and tabulated(observer, check, tolerance, True, secret):
                 flags.append(f"hard-coded answers? {name} passes its hidden inputs but fails one of them moved by "
                              "a random 0.05-0.2%")
-                result = dataclasses.replace(result, passed=False, points=0.0, status=FAILED, message=(
-                    "passes its hidden inputs but not one of them moved by a fraction of a percent: the answers "
-                    "seem looked up, not computed"))
+                result = dataclasses.replace(result, points=0.0, status=FAILED, message=msg.LOOKED_UP_HIDDEN)
             judged.append(result)
         results += judged
         outputs += check_outputs(judged, call.hidden)
