@@ -526,6 +526,10 @@ DIAGNOSED: dict[str, Diagnosed] = {
                                          (("            p.grad = 0.0\n        loss.backward()\n",
                                            "            pass\n        loss.backward()\n        for p in model.parameters():\n"
                                            "            p.grad = 0.0\n"),), ("never moved",)),
+    "add_loops_over_prev": dx(N3, "ex_03_add", "add.loses_a_use", "Value.__add__",
+                              (("        self.grad += out.grad\n        other.grad += out.grad\n",
+                                "        for child in out._prev:\n            child.grad += out.grad\n"),), (),
+                              ("must accumulate `grad += ...`",)),
     # 2. errors of learner code, with their cause and the learner's own line
     "add_backward_called": dx(N3, "ex_03_add", "node.backward_is_none", "Value.__add__",
                               (("    out._backward = _backward\n", "    out._backward = _backward()\n"),), (), (RAISED,)),

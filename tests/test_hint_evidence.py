@@ -22,6 +22,9 @@ TWINS: dict[str, tuple[tuple[str, ...], tuple[tuple[str, str], ...]]] = {
     "reverse_in_place_on_its_own_line": (("common.inplace_returns_none", "common.none_iterated", "backward.forward_order",
                                           "backward.preorder", "backward.leaves_first"),
                                          (("        for node in reversed(topo):", "        topo.reverse()\n        for node in topo:"),)),
+    "add_loops_over_both_operands": (("add.loses_a_use", "add.assigns_instead_of_accumulating"),
+                                     (("            self.grad += out.grad\n            other.grad += out.grad\n",
+                                       "            for v in (self, other):\n                v.grad += out.grad\n"),)),
     "mul_factor_order": (("mul.unswapped", "mul.uses_grad_for_data"),
                          (("self.grad += other.data * out.grad", "self.grad += out.grad * other.data"),)),
     "tanh_from_the_input_correctly": (("tanh.uses_input", "tanh.wrong_slope"),
@@ -97,7 +100,8 @@ NEW_HINTS = {"api.missing_attribute", "node.backward_is_none", "common.inplace_r
              "neuron.weight_count", "layer.neuron_count", "layer.neuron_inputs", "mlp.layer_count", "mlp.layer_sizes",
              "net.parameters_not_values", "net.parameters_incomplete", "backward.preorder", "backward.leaves_first",
              "train.loss_not_recomputed", "train.steps_by_data", "train.step_doubled", "mse.graph_cut", "mse.fixed_count",
-             "common.float_for_value", "common.none_iterated", "tanh.wrong_slope", "exp.wrong_slope", "pow.wrong_slope"}
+             "common.float_for_value", "common.none_iterated", "tanh.wrong_slope", "exp.wrong_slope", "pow.wrong_slope",
+             "add.loses_a_use"}
 
 
 def test_every_hint_this_issue_added_has_a_correct_twin():

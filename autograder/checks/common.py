@@ -269,6 +269,8 @@ def _local_mistake(case: Case, got: list[float], tol: Tolerance, data: float) ->
     if op == "*" and len(set(ops)) == 2 and any(not close(got[i], right[i]) and close(got[i], p[i] + u * xs[i])
                                                  for i in range(2)):
         return "mul.unswapped"  # a leaf got its own data times out.grad
+    if op in ("+", "*") and len(set(ops)) < len(ops) and close(got[ops[0]], p[ops[0]] + u * single[ops[0]]):
+        return f"{kind}.loses_a_use"  # a + a: the leaf got one use's gradient added, not both
     if any(overwritten(i) for i in range(len(got))):
         return f"{kind}.assigns_instead_of_accumulating" if kind in ("add", "mul") else "node.assigns_instead_of_accumulating"
     if like(*(pi + s for pi, s in zip(p, slopes))):

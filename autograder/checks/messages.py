@@ -36,6 +36,10 @@ MISCONCEPTIONS: dict[str, str] = {
     "node.missing_upstream": "off by the upstream factor: a _backward is missing `* out.grad` (the chain rule)",
     "node.uses_out_data": ("the _backward multiplies by out.data (the result's value) where the chain rule needs "
                            "out.grad (the gradient flowing in)"),
+    **{f"{kind}.loses_a_use": (f"{sym} with the same Value twice adds only one use's gradient: each operand needs its "
+                               "own `+=` (self.grad and other.grad, even when they are the same Value); a loop over "
+                               "out._prev, a set that holds the Value once, loses the other")
+       for kind, sym in (("add", "a + a"), ("mul", "a * a"))},
     "add.forgets_an_operand": "+ must route out.grad to BOTH operands: self.grad += out.grad and other.grad += out.grad",
     "mul.unswapped": ("in __mul__, self.grad needs other.data * out.grad and other.grad needs self.data * out.grad: "
                       "the operands look unswapped"),
