@@ -530,6 +530,9 @@ DIAGNOSED: dict[str, Diagnosed] = {
                               (("        self.grad += out.grad\n        other.grad += out.grad\n",
                                 "        for child in out._prev:\n            child.grad += out.grad\n"),), (),
                               ("must accumulate `grad += ...`",)),
+    "backward_seeds_every_node": dx(N3, "ex_03_backward", "backward.sets_every_grad", "Value.backward",
+                                    (("    self.grad = 1.0\n    for node in reversed(topo):\n",
+                                      "    for node in reversed(topo):\n        node.grad = 1.0\n"),)),
     # 2. errors of learner code, with their cause and the learner's own line
     "add_backward_called": dx(N3, "ex_03_add", "node.backward_is_none", "Value.__add__",
                               (("    out._backward = _backward\n", "    out._backward = _backward()\n"),), (), (RAISED,)),

@@ -25,6 +25,10 @@ TWINS: dict[str, tuple[tuple[str, ...], tuple[tuple[str, str], ...]]] = {
     "add_loops_over_both_operands": (("add.loses_a_use", "add.assigns_instead_of_accumulating"),
                                      (("            self.grad += out.grad\n            other.grad += out.grad\n",
                                        "            for v in (self, other):\n                v.grad += out.grad\n"),)),
+    "backward_zeroes_every_grad_first": (("backward.sets_every_grad", "backward.root_not_seeded"),
+                                         (("        self.grad = 1.0\n        for node in reversed(topo):",
+                                           "        for node in topo:\n            node.grad = 0.0\n        self.grad = 1.0\n"
+                                           "        for node in reversed(topo):"),)),
     "mul_factor_order": (("mul.unswapped", "mul.uses_grad_for_data"),
                          (("self.grad += other.data * out.grad", "self.grad += out.grad * other.data"),)),
     "tanh_from_the_input_correctly": (("tanh.uses_input", "tanh.wrong_slope"),
@@ -101,7 +105,7 @@ NEW_HINTS = {"api.missing_attribute", "node.backward_is_none", "common.inplace_r
              "net.parameters_not_values", "net.parameters_incomplete", "backward.preorder", "backward.leaves_first",
              "train.loss_not_recomputed", "train.steps_by_data", "train.step_doubled", "mse.graph_cut", "mse.fixed_count",
              "common.float_for_value", "common.none_iterated", "tanh.wrong_slope", "exp.wrong_slope", "pow.wrong_slope",
-             "add.loses_a_use"}
+             "add.loses_a_use", "backward.sets_every_grad"}
 
 
 def test_every_hint_this_issue_added_has_a_correct_twin():

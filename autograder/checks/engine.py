@@ -267,6 +267,12 @@ def judge_backward(case: Case, obs: Observation, tol: Tolerance) -> Failure | No
     want = _expected_grads(case)
     for i, (g, w) in enumerate(zip(obs["grads"], want)):
         if not grad_close(g, w, 1.0, tol.rtol, tol.atol):
+            below = [obs["grad_at_call"][k] for k in inner if k != root]
+            reset = next((v for v in (1.0, 0.0) if below and all(b == v for b in below)), None)
+            if reset is not None:  # every node below the root held the same grad when its _backward ran
+                return Failure(f"{where}: gave every node below the root the grad {reset:g} when its _backward ran; "
+                               f"expected the sum its users had passed on (node {i}: {w:.10g})",
+                               "backward.sets_every_grad", method=BWD)
             return Failure(f"{where}: gave node {i} the grad {g:.10g} after backward(); expected {w:.10g}", method=BWD)
     return None
 

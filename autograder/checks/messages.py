@@ -64,6 +64,8 @@ MISCONCEPTIONS: dict[str, str] = {
     "backward.leaves_first": ("backward() ran every child's _backward before the nodes that use it (leaves first): "
                               "the walk must go from the root down, the reverse of a list where each node comes after "
                               "its children (post-order: append a node after visiting its children)"),
+    "backward.sets_every_grad": ("backward() sets each node's grad itself (to 1 or 0) in the loop, overwriting what "
+                                 "the nodes that use it passed on: seed only the root, self.grad = 1, before the loop"),
     "backward.preorder": ("the walk is the reverse of a PRE-order list: build_topo appends a node before visiting its "
                           "children; append it AFTER the loop over its children (post-order), then walk the list "
                           "reversed"),
