@@ -563,6 +563,11 @@ DIAGNOSED: dict[str, Diagnosed] = {
     "mse_returns_float": dx(N6, "ex_06_mse_loss", "common.float_for_value", "mse_loss",
                             (("return sum((model(x) - y) ** 2 for x, y in zip(xs, ys)) / len(xs)",
                               "return sum((model(x).data - y) ** 2 for x, y in zip(xs, ys)) / len(xs)"),), (), (RAISED,)),
+    "mlp_returns_first_output": dx(N6, "ex_06_mlp", "common.value_for_list", "MLP",
+                                   (("            x = layer(x)\n        return x\n", "            x = layer(x)\n        return x[0]\n"),),
+                                   ("`return x[0]`",)),
+    "grads_of_returns_the_leaves": dx(N5, "ex_05_grads_of", "grads_of.returns_values", "grads_of",
+                                      (("[leaf.grad for leaf in leaves]", "leaves"),), (), (RAISED,)),
     # 3. hints that used to mislead
     "backward_preorder": dx(N3, "ex_03_backward", "backward.preorder", "Value.backward",
                             ((BUILD, BUILD.replace("            for child in v._prev:\n                build(child)\n"

@@ -29,6 +29,10 @@ TWINS: dict[str, tuple[tuple[str, ...], tuple[tuple[str, str], ...]]] = {
                                          (("        self.grad = 1.0\n        for node in reversed(topo):",
                                            "        for node in topo:\n            node.grad = 0.0\n        self.grad = 1.0\n"
                                            "        for node in reversed(topo):"),)),
+    "mlp_indexes_a_list_it_made": (("common.value_for_list",),
+                                   (("            x = layer(x)\n        return x\n",
+                                     "            x = layer(x)\n            x = x if isinstance(x, list) else [x]\n"
+                                     "        return x[0] if len(x) == 1 else x\n"),)),
     "mul_factor_order": (("mul.unswapped", "mul.uses_grad_for_data"),
                          (("self.grad += other.data * out.grad", "self.grad += out.grad * other.data"),)),
     "tanh_from_the_input_correctly": (("tanh.uses_input", "tanh.wrong_slope"),
@@ -105,7 +109,7 @@ NEW_HINTS = {"api.missing_attribute", "node.backward_is_none", "common.inplace_r
              "net.parameters_not_values", "net.parameters_incomplete", "backward.preorder", "backward.leaves_first",
              "train.loss_not_recomputed", "train.steps_by_data", "train.step_doubled", "mse.graph_cut", "mse.fixed_count",
              "common.float_for_value", "common.none_iterated", "tanh.wrong_slope", "exp.wrong_slope", "pow.wrong_slope",
-             "add.loses_a_use", "backward.sets_every_grad"}
+             "add.loses_a_use", "backward.sets_every_grad", "common.value_for_list"}
 
 
 def test_every_hint_this_issue_added_has_a_correct_twin():

@@ -203,6 +203,9 @@ MISCONCEPTIONS: dict[str, str] = {
                       "from plain numbers (.data, or Value(... .data)); build it from the model's output Values"),
     "common.float_for_value": ("it returned a plain number where a Value belongs: build the result from Value "
                                "operations (no .data), so that backward() can walk back through it"),
+    "common.value_for_list": ("a single Value was indexed or looped over where a list belongs: Layer(nin, 1)(x) "
+                              "returns the one Value itself, so code that handles any layer must not assume a list"),
+    "grads_of.returns_values": "grads_of must return numbers, each leaf's .grad, not the leaf Values themselves",
     "common.none_iterated": ("the line above walks through None where a list belongs: a function without `return`, "
                              "or a list method that works in place (x = x.reverse(), x = x.sort()), gives None"),
     "rmul.calls_add": "2 * a computes 2 + a: __rmul__ must multiply, return self * other (is it bound to __radd__?)",
@@ -311,6 +314,8 @@ ERROR_MISCONCEPTIONS: tuple[tuple[str, str | None, str], ...] = (
     (r"'(float|int)' object has no attribute 'backward'", None, "common.backward_on_number"),
     (r"'(float|int)' object has no attribute '(data|grad|_prev|_backward)'", None, "node.number_not_wrapped"),
     (r"(gave|returned) a NoneType", None, "common.returns_none"),
+    (r"'Value' object is not (subscriptable|iterable)", None, "common.value_for_list"),
+    (r"grads_of\(\.\.\.\)\[\d+\] is a Value\b", None, "grads_of.returns_values"),
     (r"'NoneType' object is not (iterable|reversible)", None, "common.none_iterated"),
     (r"returned a (float|int) \(.*expected a Value", None, "common.float_for_value"),
     (r"gave a (float|int)\b.*not a Value", None, "node.returns_float"),
