@@ -118,7 +118,13 @@ class Writer:
     def _send(self, message: dict[str, Any]) -> None:
         with self.lock:
             self.seq += 1
-            data = "".join(self.encode({**message, "seq": self.seq}, 0)).encode()
+            text = "".join(self.encode({**message, "seq": self.seq}, 0))
+            try:
+                data = text.encode()
+            except UnicodeEncodeError:  # a lone surrogate somewhere (printed, or in a repr): the grader refuses those
+                data = b""
+            if not data or "\\u0000" in text:  # (NUL too) so the honest worker replaces what the grader cannot store
+                data = "".join(self.encode(storable({**message, "seq": self.seq}), 0)).encode()
             view = memoryview(self.pack(len(data)) + data)
             while view:
                 view = view[self.write(self.fd, view):]
@@ -150,6 +156,49 @@ class Writer:
     def audit(self, event: str, detail: str, where: str) -> None:
         """An audited event raised from learner code, as it happens."""
         self._send({"op": "audit", "event": event, "detail": detail, "where": where})
+
+
+def _storable_text(text: str) -> str:
+    """`text` with every NUL and lone surrogate replaced by U+FFFD (what no gradebook or CSV can hold)."""
+    text = text.replace("\0", "\ufffd")
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        text = "".join("\ufffd" if "\ud800" <= c <= "\udfff" else c for c in text)
+    return text
+
+
+def storable(value: Any) -> Any:
+    """A copy of a message whose every string (keys too) the grader can store: see `unstorable`."""
+    if isinstance(value, str):
+        return _storable_text(value)
+    if isinstance(value, list):
+        return [storable(v) for v in value]
+    if isinstance(value, dict):
+        return {storable(k): storable(v) for k, v in value.items()}
+    return value
+
+
+def unstorable(value: Any) -> str:
+    """What in a decoded message no gradebook, CSV or notebook file could hold ("" for nothing): a NUL character
+    (PostgreSQL's text and many CSV readers refuse it) or a lone surrogate (not Unicode text; UTF-8 cannot encode it)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if "\0" in item:
+                return "a NUL character"
+            if not item.isascii():
+                try:
+                    item.encode()
+                except UnicodeEncodeError:
+                    return "a lone surrogate (not Unicode text)"
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, dict):
+            stack.extend(item)
+            stack.extend(item.values())
+    return ""
 
 
 # ------------------------------------------------------------------ worker -> grader (checked in the grader)
@@ -230,9 +279,12 @@ class Reader:
     def read(self, data: bytes) -> Message:
         """The message in `data`, or Violation saying what is wrong with it."""
         try:
-            raw = json.loads(data)
-        except (ValueError, RecursionError):
-            raise Violation(f"sent {len(data)} bytes that are not a JSON message ({data[:60]!r}...)") from None
+            raw = json.loads(data.decode("utf-8"))
+        except (ValueError, RecursionError):  # (UnicodeDecodeError is a ValueError)
+            raise Violation(f"sent {len(data)} bytes that are not a JSON message in UTF-8 ({data[:60]!r}...)") from None
+        bad = unstorable(raw)
+        if bad:
+            raise Violation(f"sent text no gradebook can store: {bad} in a message ({_peek(raw)})")
         if not isinstance(raw, dict) or not isinstance(raw.get("op"), str) or raw["op"] not in FIELDS:
             raise Violation(f"sent a message with no known op ({_peek(raw)})")
         op = raw["op"]
