@@ -33,6 +33,7 @@ MAX_LIST = 100  # entries of a list of names (missing targets, suspicions)
 MAX_OBSERVATION = 1024 * 1024  # JSON bytes of one observation
 MAX_AUDITS = 50  # audit reports of one notebook (the worker sends at most audit.MAX_REPORTS)
 NOTE = "[output truncated: more than {limit} bytes]"
+NOTEBOOK_NOTE = "[output dropped: this notebook's outputs passed {limit} bytes]"
 
 
 class Violation(Exception):
@@ -211,6 +212,7 @@ class Cell:
     index: int
     outputs: list[NotebookNode]
     tampered: list[str]
+    size: int = 0  # the outputs' JSON bytes (output_size), as the cap counts them
 
 
 @dataclass(frozen=True)
@@ -302,7 +304,8 @@ class Reader:
 
     def _message(self, op: str, raw: dict[str, Any]) -> Message:
         if op == "cell":
-            return Cell(_index(raw["index"]), self.outputs(raw["outputs"]), names(raw["tampered"], "tampered"))
+            outputs, size = self.outputs(raw["outputs"])
+            return Cell(_index(raw["index"]), outputs, names(raw["tampered"], "tampered"), size)
         if op == "grade":
             return Grade(_index(raw["index"]))
         if op == "missing":
@@ -315,8 +318,8 @@ class Reader:
             return Audit(*(_string(raw[k], f"audit {k}", MAX_STRING) for k in ("event", "detail", "where")))
         return Done()
 
-    def outputs(self, value: Any) -> list[NotebookNode]:
-        """A cell's outputs: each a valid nbformat v4 output, all within the cap in JSON bytes."""
+    def outputs(self, value: Any) -> tuple[list[NotebookNode], int]:
+        """A cell's outputs, each a valid nbformat v4 output, all within the cap in JSON bytes; and their size."""
         if not isinstance(value, list):
             raise Violation(f"sent cell outputs that are a {type(value).__name__}, not a list")
         if len(value) > MAX_OUTPUTS + 2:
@@ -327,7 +330,7 @@ class Reader:
             raise Violation(f"sent {total} bytes of outputs for one cell, over the cap of {self.output_bytes} bytes")
         from nbformat import from_dict
 
-        return [from_dict(o) for o in checked]
+        return [from_dict(o) for o in checked], total
 
 
 def _peek(value: Any) -> str:

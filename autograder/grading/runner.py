@@ -186,6 +186,7 @@ class WorkerObserver:
         return reply.observation
 
 
+OUTPUTS_DROPPED = "outputs dropped: the notebook's outputs passed"
 LIMIT_ERRORS = {
     "CellTimeout": "stopped at the time limit of {cell_timeout:g} s per cell",
     "MemoryError": "ran out of memory (limit {memory_mb} MiB)",
@@ -296,7 +297,7 @@ def _converse(session: Session, nb: NotebookNode, plan: list[tuple[int, SourceCe
               misconceptions: list[str]) -> None:
     """Drive the worker through the plan: outputs of code cells, judged checks of grade cells, then done."""
     observer = WorkerObserver(session)
-    count = 0
+    count = output_bytes = 0
     for step, (i, src) in enumerate(plan):
         cell = nb.cells[i]
         grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
@@ -310,6 +311,13 @@ def _converse(session: Session, nb: NotebookNode, plan: list[tuple[int, SourceCe
             cell.outputs = msg.outputs
             cell.execution_count = count
             note_errors(cell, session.where, bool(cell.metadata.get("nbgrader", {}).get("solution")), limits, notes)
+            output_bytes += msg.size
+            # (held one cell's outputs at most, never the notebook's; RESERVE: the honest worker's own notes and errors)
+            if output_bytes > limits.notebook_output_bytes + channel.RESERVE and msg.outputs:
+                if not any(n.startswith(OUTPUTS_DROPPED) for n in notes):
+                    notes.append(f"{OUTPUTS_DROPPED} {limits.notebook_output_bytes} bytes, from {session.where} on")
+                cell.outputs = [from_dict({"output_type": "stream", "name": "stdout",
+                                           "text": channel.NOTEBOOK_NOTE.format(limit=limits.notebook_output_bytes) + "\n"})]
             if msg.tampered:
                 raise Tampered(f"{session.where} replaced {', '.join(msg.tampered)}")
             continue

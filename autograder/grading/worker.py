@@ -43,23 +43,38 @@ class Outputs:
     The grader measures the same way and refuses more, so this count is only the honest worker's courtesy.
     """
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, notebook_limit: int = 2**62) -> None:
         self.limit = limit
+        self.notebook_limit = notebook_limit  # bytes all cells may leave; `spent`: what earlier cells left
+        self.spent = 0
         self.items: list[dict[str, Any]] = []
         self.size = 0
-        self.truncated = False
+        self.truncated = False  # past the cell's cap: printing more ends the cell
+        self.dropped = False  # past the notebook's: what comes is dropped, and the cell runs on
 
     def _room(self, n: int) -> bool:
-        if self.truncated:
+        if self.truncated or self.dropped:
             return False
         if self.size + n > self.limit or len(self.items) >= channel.MAX_OUTPUTS:
             self.truncated = True
-            note = {"output_type": "stream", "name": "stdout", "text": "\n" + channel.NOTE.format(limit=self.limit) + "\n"}
-            self.items.append(note)
-            self.size += channel.output_size(note)
+            self._note(channel.NOTE.format(limit=self.limit))
+            return False
+        if self.spent + self.size + n > self.notebook_limit:
+            self.dropped = True
+            self._note(channel.NOTEBOOK_NOTE.format(limit=self.notebook_limit))
             return False
         self.size += n
         return True
+
+    def _note(self, text: str) -> None:
+        note = {"output_type": "stream", "name": "stdout", "text": "\n" + text + "\n"}
+        self.items.append(note)
+        self.size += channel.output_size(note)
+
+    def next_cell(self) -> None:
+        """The cell is over: its outputs count against the notebook's bound; the next cell starts with none."""
+        self.spent += self.size
+        self.clear()
 
     def stream(self, name: str, text: str) -> None:
         """Text printed to stdout or stderr (consecutive writes to one stream make one output, as in Jupyter)."""
@@ -107,7 +122,7 @@ class Outputs:
         """clear_output(): the cell starts over with no output."""
         self.items.clear()
         self.size = 0
-        self.truncated = False
+        self.truncated = self.dropped = False
 
 
 def _mime_json(data: dict[str, Any], room: int) -> dict[str, Any] | None:
@@ -543,12 +558,12 @@ def child_main(conn: Connection, plan: dict[str, Any], workdir: str) -> None:
     del ready
     assert guard is not None
     limits = Limits(**plan["limits"])
-    outputs.limit = limits.output_bytes
+    outputs.limit, outputs.notebook_limit = limits.output_bytes, limits.notebook_output_bytes
     _confine(limits, workdir)
     writer = channel.Writer(conn)
     install_audit_hook(writer.audit)  # last: from here on, every audited event of learner code is reported
     for index, cell in enumerate(plan["cells"]):
-        outputs.clear()
+        outputs.next_cell()
         if cell["kind"] == "checks":
             writer.grade(index)
             answer_checks(conn, writer, shell, limits, kit, guard)

@@ -10,6 +10,7 @@ and the notebook's learner process writes itself into them before any learner co
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +18,8 @@ from pathlib import Path
 from .inside import MIB, NPROC
 
 ROOT = Path("/sys/fs/cgroup")
-PREFIX = "autograder-"  # + the grader's pid: a folder whose grader is gone is removed by the next grader
+PREFIX = "autograder-"  # + the grader's pid and a count: a folder whose grader is gone is removed by the next grader
+_COUNT = itertools.count(1)
 CONTROLLERS = ("memory", "pids")
 ROOT_MODE = "root: a memory cgroup (memory.limit_in_bytes) and a pids cgroup per notebook"
 UNPRIVILEGED_MODE = ("unprivileged: no cgroup; address-space rlimit, size-bounded tmpfs mounts and a seccomp filter "
@@ -46,7 +48,7 @@ def _write(path: Path, text: str) -> None:
 def _remove_abandoned(base: Path) -> None:
     """rmdir the notebook folders, then the folder, of graders that are gone (killed before they could)."""
     for folder in base.glob(f"{PREFIX}*"):
-        pid = folder.name[len(PREFIX):]
+        pid = folder.name[len(PREFIX):].split("-", 1)[0]
         if not pid.isdigit() or pid == str(os.getpid()):
             continue
         with contextlib.suppress(OSError):
@@ -97,6 +99,7 @@ class Cgroups:
         """`enabled` False: the unprivileged mode, whatever this grader may do (how the tests run it as root)."""
         self.bases: dict[str, Path] = {}
         self.why = "" if enabled else "cgroups not wanted"
+        name = f"{PREFIX}{os.getpid()}-{next(_COUNT)}"  # one per Cgroups: a process may hold several
         for controller in CONTROLLERS if enabled else ():
             own = _own(controller)
             if own is None:
@@ -104,7 +107,7 @@ class Cgroups:
                 break
             try:
                 _remove_abandoned(own)
-                base = own / f"{PREFIX}{os.getpid()}"
+                base = own / name
                 base.mkdir(exist_ok=True)
                 self.bases[controller] = base
             except OSError as exc:
