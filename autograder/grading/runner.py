@@ -313,9 +313,12 @@ def _converse(session: Session, nb: NotebookNode, plan: list[tuple[int, SourceCe
             note_errors(cell, session.where, bool(cell.metadata.get("nbgrader", {}).get("solution")), limits, notes)
             output_bytes += msg.size
             # (held one cell's outputs at most, never the notebook's; RESERVE: the honest worker's own notes and errors)
-            if output_bytes > limits.notebook_output_bytes + channel.RESERVE and msg.outputs:
-                if not any(n.startswith(OUTPUTS_DROPPED) for n in notes):
-                    notes.append(f"{OUTPUTS_DROPPED} {limits.notebook_output_bytes} bytes, from {session.where} on")
+            over = output_bytes > limits.notebook_output_bytes + channel.RESERVE and msg.outputs
+            dropped = channel.NOTEBOOK_NOTE.format(limit=limits.notebook_output_bytes)
+            if (over or any(dropped in str(o.get("text", "")) for o in msg.outputs)) and not any(
+                    n.startswith(OUTPUTS_DROPPED) for n in notes):
+                notes.append(f"{OUTPUTS_DROPPED} {limits.notebook_output_bytes} bytes, from {session.where} on")
+            if over:
                 cell.outputs = [from_dict({"output_type": "stream", "name": "stdout",
                                            "text": channel.NOTEBOOK_NOTE.format(limit=limits.notebook_output_bytes) + "\n"})]
             if msg.tampered:

@@ -412,6 +412,7 @@ class Guard:
         # (mapping, its keys, their values) for each mapping walked
         self.views: list[tuple[Any, tuple[Any, ...], tuple[Any, ...]]] = []
         self.functions: tuple[Any, ...] = ()
+        self.owned: list[tuple[Any, type, dict[str, Any]]] = []  # (object, its class, its attributes) of `watch`
         self.items = self._take(self.views)
         # A function's code, defaults, globals... as the collector sees them: reading `__code__` raises an audit
         # event per function (hundreds per cell through the worker's audit hook, ~4 ms); this is one call.
@@ -458,9 +459,28 @@ class Guard:
             self.functions = tuple(functions)
         return items
 
+    def watch(self, *objects: Any, mutable: tuple[str, ...] = ("seq", "function_parts")) -> None:
+        """Also guard the worker's own objects (its writer, probe kit, connection, this guard): an attribute of one
+        replaced (CPython raises no audit event for an instance's attribute) or its class swapped is tampering."""
+        for obj in objects:
+            state = {k: v for k, v in vars(obj).items() if k not in mutable}
+            self.owned.append((obj, type(obj), state))
+
+    def _owned_changes(self) -> list[str]:
+        changed = []
+        for obj, cls, state in self.owned:
+            now = {k: v for k, v in vars(obj).items() if k in state or k not in ("seq", "function_parts")}
+            if type(obj) is not cls:
+                changed.append(f"the worker's {cls.__name__}'s class")
+            changed += [f"the worker's {cls.__name__}.{k}" for k in sorted(set(now) | set(state))
+                        if now.get(k, _MISSING) is not state.get(k, _MISSING)]
+        return changed
+
     def unchanged(self) -> bool:
         """True when every guarded item is still the very object of the snapshot: identity checks at C speed, the
         same items `changes` compares (it runs only when this says something moved)."""
+        if self.owned and self._owned_changes():
+            return False
         for mapping, keys, values in self.views:
             if not all(map(operator.is_, map(mapping.get, keys, itertools.repeat(_MISSING)), values)):
                 return False
@@ -473,6 +493,7 @@ class Guard:
         rebound = callable(ns_check) and ns_check is not self.check
         if not rebound and self.unchanged():
             return []
+        owned = self._owned_changes()
         now = self._take()
         keys = [k for k, v in self.items.items() if k not in now or now[k] is not v]
         if not keys:  # a part nothing guards moved (a function's __dict__ made on first use): look again from here
@@ -481,7 +502,7 @@ class Guard:
         changed = [".".join(k) for k in keys if not (len(k) > 2 and k[:2] in replaced)]  # a new function, not also its code
         if rebound:
             changed.append("check (rebound in the notebook)")
-        return changed[:10]
+        return (owned + changed)[:10]
 
 
 _MISSING = object()
@@ -561,6 +582,7 @@ def child_main(conn: Connection, plan: dict[str, Any], workdir: str) -> None:
     outputs.limit, outputs.notebook_limit = limits.output_bytes, limits.notebook_output_bytes
     _confine(limits, workdir)
     writer = channel.Writer(conn)
+    guard.watch(writer, kit, conn, guard)
     install_audit_hook(writer.audit)  # last: from here on, every audited event of learner code is reported
     for index, cell in enumerate(plan["cells"]):
         outputs.next_cell()
