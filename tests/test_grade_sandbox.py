@@ -453,3 +453,15 @@ t.join()'''
         assert run(unprivileged, code) == ["refused 1\nrefused 1\nrefused 1\na thread\n"]
     finally:
         unprivileged.close()
+
+
+def test_the_summary_names_the_sandbox_mode_in_force() -> None:
+    from autograder.grading.sandbox.cgroup import ROOT_MODE, UNPRIVILEGED_MODE
+
+    mode = sandbox.Mode()
+    mode.pool.mode = ROOT_MODE
+    assert mode.describe() == f"sandbox: bubblewrap, {ROOT_MODE}"
+    mode.pool.mode = UNPRIVILEGED_MODE
+    assert "unprivileged" in mode.describe()
+    mode.unsafe = True
+    assert mode.describe() == "sandbox: none (--unsafe-no-sandbox)"
