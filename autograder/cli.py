@@ -112,6 +112,10 @@ def grade_command(args: argparse.Namespace) -> int:
     finally:
         gc.unfreeze()
     print(batch.summary(rows))
+    if args.cluster is None:  # (a cluster's workers run their own sandboxes)
+        from .grading import sandbox
+
+        print(sandbox.MODE.describe())
     return 0
 
 

@@ -145,7 +145,8 @@ def sandbox_costs(workers: int = 20) -> None:
         for _ in range(workers):
             t0 = time.perf_counter()
             worker = box.launch({"plan": plan, "files": {}})
-            while worker.conn.poll(30) and b'"done"' not in worker.conn.recv_bytes():
+            deadline = time.monotonic() + 30
+            while b'"done"' not in worker.channel.recv(deadline, 2**24):
                 pass
             worker.close()
             times.append(time.perf_counter() - t0)

@@ -275,3 +275,12 @@ def test_feedback_shows_no_secret_of_the_grader_and_no_hidden_test_source(batch:
         assert SECRET not in printed and "BEGIN HIDDEN TESTS" not in printed and "BEGIN SOLUTION" not in printed
         if student == "leaks_environment":
             assert "NBGRADER_EXECUTION" in printed  # the attack ran, and printed the environment it had
+
+
+def test_a_notebooks_total_output_is_bounded_whatever_its_number_of_cells(batch: dict) -> None:
+    from autograder.settings import Limits
+
+    course = batch["course"]
+    for student in ("many_printing_cells", "many_display_cells"):
+        size = (course / "autograded" / student / corpus.ASSIGNMENT / f"{corpus.NB}.ipynb").stat().st_size
+        assert size < Limits().notebook_output_bytes + 2**20, f"{student}: {size} bytes"  # 60 cells of ~1 MB each

@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -66,9 +67,9 @@ def run(box: Any, *sources: str, files: dict[str, str] | None = None) -> list[st
     worker = box.launch({"plan": {"cells": cells, "limits": LIMITS}, "files": files or {}})
     try:
         printed = []
+        deadline = time.monotonic() + 60
         while len(printed) < len(cells):
-            assert worker.conn.poll(60), "the worker did not answer"
-            message = json.loads(worker.conn.recv_bytes())
+            message = json.loads(worker.channel.recv(deadline, 2**24))
             if message.get("op") == "cell":  # (audit reports come in between)
                 printed.append(outputs(message))
         return printed
@@ -254,7 +255,7 @@ def test_a_grading_worker_holds_no_answer_side_module(box: Any) -> None:
 
 def test_grade_refuses_in_one_line_without_a_sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                       capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setattr(sandbox.shutil, "which", lambda name: None)
+    monkeypatch.setattr(shutil, "which", lambda name: None)
     code = cli.main(["grade", "ps1", "--course", str(tmp_path), "--no-progress"])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and "Traceback" not in err
@@ -278,9 +279,9 @@ def test_a_stopped_fork_server_is_replaced_and_the_next_notebook_is_graded() -> 
                               "files": {}})
         assert time.monotonic() - t0 < sandbox.SPAWN_TIMEOUT + sandbox.START_TIMEOUT
         message = {}
+        deadline = time.monotonic() + 60
         while message.get("op") != "cell":
-            assert worker.conn.poll(60)
-            message = json.loads(worker.conn.recv_bytes())
+            message = json.loads(worker.channel.recv(deadline, 2**24))
         assert outputs(message) == "graded\n"
         assert run(pool.current(), "print('graded')") == ["graded\n"]
         worker.close()
@@ -319,3 +320,148 @@ def test_a_runtime_below_a_notebooks_own_tmpfs_is_mounted_elsewhere() -> None:
     assert sandbox.inside_path("/tmp") == sandbox.RELOCATED + "/tmp"
     assert sandbox.inside_path("/tmpdir/.venv") == "/tmpdir/.venv"
     assert sandbox.inside_path("/usr/lib/python3") == "/usr/lib/python3"
+
+
+def test_the_teaching_aids_are_staged_unchanged_and_the_workbook_by_its_stand_in(tmp_path: Path) -> None:
+    sandbox.stage(tmp_path / "staged")
+    aids, staged = ROOT / "autograder" / "aids", tmp_path / "staged" / "autograder"
+    files = sorted(p.relative_to(aids) for p in aids.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+    assert files and all((staged / "aids" / f).read_bytes() == (aids / f).read_bytes() for f in files)
+    standin = ROOT / "autograder" / "grading" / "standin" / "workbook.py"
+    assert (staged / "workbook.py").read_bytes() == standin.read_bytes()
+    assert not (staged / "checks").exists() and not (staged / "notebook.py").exists()
+
+
+def test_nothing_writable_is_shared_between_notebooks_and_dev_holds_only_device_nodes(box: Any) -> None:
+    leave = '''import os
+for path in ("/dev/shm/left", "/tmp/left", "left"):
+    open(path, "w").write("for the next notebook")
+try:
+    open("/dev/planted", "w").write("x")
+    print("wrote /dev")
+except OSError as exc:
+    print("refused", exc.errno)'''
+    assert run(box, leave) == ["refused 30\n"]  # EROFS: a read-only /dev of its own
+    look = '''import os, json
+print(json.dumps({"dev": sorted(os.listdir("/dev")), "shm": os.listdir("/dev/shm"), "tmp": os.listdir("/tmp"),
+                  "here": os.listdir(".")}))'''
+    seen = json.loads(run(box, look)[0])
+    assert seen["shm"] == seen["tmp"] == seen["here"] == []
+    assert set(seen["dev"]) <= {*sandbox.DEVICES, "fd", "stdin", "stdout", "stderr", "shm"}
+
+
+def test_each_writable_mount_is_bounded_and_memory_no_limit_counts_is_refused(box: Any) -> None:
+    code = '''import os
+def fill(path):
+    try:
+        with open(path, "wb") as f:
+            while True:
+                f.write(b"x" * 2**20)
+    except OSError as exc:
+        return os.path.getsize(path) // 2**20, exc.errno
+    finally:
+        os.remove(path)
+print(fill("/dev/shm/fill"), fill("/tmp/fill"))
+for make in (lambda: os.memfd_create("hold"), lambda: __import__("socket").socketpair()):
+    try:
+        make()
+        print("made")
+    except OSError as exc:
+        print("refused", exc.errno)'''
+    printed = run(box, code)[0].splitlines()
+    shm, tmp = sandbox.MOUNTS["/dev/shm"][0] // 2**20, sandbox.MOUNTS["/tmp"][0] // 2**20
+    assert printed[0] == f"({shm}, 28) ({tmp}, 28)"  # ENOSPC at each mount's own size
+    assert printed[1:] == ["refused 1", "refused 1"]
+
+
+def test_a_notebook_past_its_memory_limit_in_tmpfs_files_is_killed_by_its_own_cgroup(box: Any) -> None:
+    if not box.cgroups.available:
+        pytest.skip(f"no cgroup per notebook here ({box.cgroups.why}): the unprivileged mode bounds each mount instead")
+    code = '''import os
+for n in range(4):  # 4 x 200 MiB in the scratch folder (each file under RLIMIT_FSIZE), then 400 MiB of memory
+    with open(f"hold{n}", "wb") as f:
+        for _ in range(200):
+            f.write(b"x" * 2**20)
+hog = bytearray(400 * 2**20)
+for i in range(0, len(hog), 4096):
+    hog[i] = 1
+print("held it all")'''
+    limits = {**LIMITS, "memory_mb": 512}
+    worker = box.launch({"plan": {"cells": [{"kind": "code", "source": code}], "limits": limits}, "files": {}})
+    try:
+        with pytest.raises(EOFError):
+            worker.channel.recv(time.monotonic() + 60, 2**24)
+        assert worker.exitcode(10) == -signal.SIGKILL and worker.out_of_memory()
+    finally:
+        worker.close()
+    assert run(box, "print('next')") == ["next\n"]
+
+
+SURVIVORS = '''import ctypes, os, signal, subprocess, sys, time
+libc = ctypes.CDLL(None)
+def survivor(tag):
+    libc.prctl(1, 0)  # PR_SET_PDEATHSIG 0: "my parent died" no longer ends it
+    os.execvp("sleep", ["sleep", tag])
+if os.fork() == 0:  # setsid, then a double fork
+    os.setsid()
+    if os.fork() == 0:
+        survivor("5101")
+    os._exit(0)
+if os.fork() == 0:  # stops itself
+    libc.prctl(1, 0)
+    os.kill(os.getpid(), signal.SIGSTOP)
+    survivor("5102")
+subprocess.Popen(["sleep", "5103"], start_new_session=True, preexec_fn=lambda: libc.prctl(1, 0))
+libc.prctl(1, 0)  # the notebook's own process too
+time.sleep(0.5)
+print("started", flush=True)
+while True:
+    time.sleep(1)'''
+
+
+def test_no_process_of_a_notebook_outlives_its_kill_whatever_it_did_to_its_death_signal(box: Any) -> None:
+    worker = box.launch({"plan": {"cells": [{"kind": "code", "source": SURVIVORS}], "limits": LIMITS}, "files": {}})
+    deadline = time.monotonic() + 30
+    while not nothing_left("sleep 5103") and time.monotonic() < deadline and nothing_left("sleep 5101"):
+        time.sleep(0.05)
+    time.sleep(0.3)
+    assert not nothing_left("sleep 5101") and not nothing_left("sleep 5103"), "the survivors never started"
+    worker.kill()  # returns once the server reports the notebook's PID namespace gone
+    assert worker.exitcode() == -signal.SIGKILL
+    assert all(nothing_left(f"sleep 510{i}") for i in (1, 2, 3)), "a process outlived its notebook"
+    worker.close()
+
+
+def test_the_unprivileged_mode_refuses_new_processes_and_says_so() -> None:
+    from autograder.grading.sandbox.cgroup import UNPRIVILEGED_MODE, Cgroups
+
+    if sandbox.unavailable_reason():
+        _unavailable(str(sandbox.unavailable_reason()))
+    unprivileged = sandbox.Sandbox(Cgroups(enabled=False)).start()
+    try:
+        assert unprivileged.cgroups.mode == UNPRIVILEGED_MODE and "new processes" in UNPRIVILEGED_MODE
+        code = '''import os, subprocess, threading
+for make in (os.fork, lambda: subprocess.run(["true"]), lambda: os.memfd_create("x")):
+    try:
+        make()
+        print("made")
+    except OSError as exc:
+        print("refused", exc.errno)
+t = threading.Thread(target=print, args=("a thread",))
+t.start()
+t.join()'''
+        assert run(unprivileged, code) == ["refused 1\nrefused 1\nrefused 1\na thread\n"]
+    finally:
+        unprivileged.close()
+
+
+def test_the_summary_names_the_sandbox_mode_in_force() -> None:
+    from autograder.grading.sandbox.cgroup import ROOT_MODE, UNPRIVILEGED_MODE
+
+    mode = sandbox.Mode()
+    mode.pool.mode = ROOT_MODE
+    assert mode.describe() == f"sandbox: bubblewrap, {ROOT_MODE}"
+    mode.pool.mode = UNPRIVILEGED_MODE
+    assert "unprivileged" in mode.describe()
+    mode.unsafe = True
+    assert mode.describe() == "sandbox: none (--unsafe-no-sandbox)"

@@ -30,7 +30,7 @@ EVENTS = {
 FILE_EVENTS = ("open", "os.listdir", "os.scandir")  # reported for paths outside the notebook's folder (and /proc/*/fd)
 PREFIXES = ("ctypes.", "socket.", "_ctypes.")
 # Attributes whose reading or writing raises object.__getattr__ / __setattr__ and hands over a frame or code.
-SECRET_ATTRS = {"__code__", "__globals__", "__closure__", "tb_frame", "gi_frame", "cr_frame", "ag_frame", "gi_code",
+SECRET_ATTRS = {"__code__", "__globals__", "__closure__", "tb_frame", "gi_frame", "cr_frame", "ag_frame", "gi_code", "f_code",
                 "f_back", "f_globals", "f_locals"}
 # Modules a notebook never needs inside the grader's worker: the answer side and the grader's own machinery.
 GRADER_MODULES = ("autograder.grading", "autograder.catalog", "autograder.check", "autograder.checks",

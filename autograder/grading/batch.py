@@ -173,7 +173,8 @@ class Options:
 
 def settings_text(limits: Limits, tolerance: Tolerance, unsafe_no_sandbox: bool = False) -> str:
     """The grading settings that can change a grade, as stable text for the fingerprint."""
-    keys = {"limits": ["check_timeout", "cell_timeout", "notebook_timeout", "memory_mb", "output_bytes", "notebook_mb"],
+    keys = {"limits": ["check_timeout", "cell_timeout", "notebook_timeout", "memory_mb", "output_bytes", "notebook_mb",
+                          "notebook_output_bytes"],
             "tolerance": ["rtol", "atol", "forward_rtol"]}
     values = {k: [getattr(limits if k == "limits" else tolerance, n) for n in names] for k, names in keys.items()}
     if unsafe_no_sandbox:  # a grade earned outside the sandbox is regraded once the sandbox is back

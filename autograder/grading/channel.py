@@ -33,6 +33,7 @@ MAX_LIST = 100  # entries of a list of names (missing targets, suspicions)
 MAX_OBSERVATION = 1024 * 1024  # JSON bytes of one observation
 MAX_AUDITS = 50  # audit reports of one notebook (the worker sends at most audit.MAX_REPORTS)
 NOTE = "[output truncated: more than {limit} bytes]"
+NOTEBOOK_NOTE = "[output dropped: this notebook's outputs passed {limit} bytes]"
 
 
 class Violation(Exception):
@@ -56,14 +57,19 @@ def _c_encoder() -> Any:
     return encoder.c_make_encoder(None, None, encoder.encode_basestring, None, ":", ",", False, False, True)
 
 
+def _size(value: Any) -> int:
+    # (surrogatepass: a lone surrogate printed by learner code is measured here, and replaced by the Writer)
+    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass"))
+
+
 def output_size(output: dict[str, Any]) -> int:
     """The bytes an output takes as compact JSON: the measure of every output cap, in the worker and here."""
-    return len(encode(output))
+    return _size(output)
 
 
 def text_size(text: str) -> int:
     """The bytes a piece of text adds inside a JSON string (escapes included)."""
-    return len(encode(text)) - 2  # type: ignore[arg-type]
+    return _size(text) - 2
 
 
 # ------------------------------------------------------------------ grader -> worker
@@ -118,7 +124,13 @@ class Writer:
     def _send(self, message: dict[str, Any]) -> None:
         with self.lock:
             self.seq += 1
-            data = "".join(self.encode({**message, "seq": self.seq}, 0)).encode()
+            text = "".join(self.encode({**message, "seq": self.seq}, 0))
+            try:
+                data = text.encode()
+            except UnicodeEncodeError:  # a lone surrogate somewhere (printed, or in a repr): the grader refuses those
+                data = b""
+            if not data or "\\u0000" in text:  # (NUL too) so the honest worker replaces what the grader cannot store
+                data = "".join(self.encode(storable({**message, "seq": self.seq}), 0)).encode()
             view = memoryview(self.pack(len(data)) + data)
             while view:
                 view = view[self.write(self.fd, view):]
@@ -152,6 +164,49 @@ class Writer:
         self._send({"op": "audit", "event": event, "detail": detail, "where": where})
 
 
+def _storable_text(text: str) -> str:
+    """`text` with every NUL and lone surrogate replaced by U+FFFD (what no gradebook or CSV can hold)."""
+    text = text.replace("\0", "\ufffd")
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        text = "".join("\ufffd" if "\ud800" <= c <= "\udfff" else c for c in text)
+    return text
+
+
+def storable(value: Any) -> Any:
+    """A copy of a message whose every string (keys too) the grader can store: see `unstorable`."""
+    if isinstance(value, str):
+        return _storable_text(value)
+    if isinstance(value, list):
+        return [storable(v) for v in value]
+    if isinstance(value, dict):
+        return {storable(k): storable(v) for k, v in value.items()}
+    return value
+
+
+def unstorable(value: Any) -> str:
+    """What in a decoded message no gradebook, CSV or notebook file could hold ("" for nothing): a NUL character
+    (PostgreSQL's text and many CSV readers refuse it) or a lone surrogate (not Unicode text; UTF-8 cannot encode it)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if "\0" in item:
+                return "a NUL character"
+            if not item.isascii():
+                try:
+                    item.encode()
+                except UnicodeEncodeError:
+                    return "a lone surrogate (not Unicode text)"
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, dict):
+            stack.extend(item)
+            stack.extend(item.values())
+    return ""
+
+
 # ------------------------------------------------------------------ worker -> grader (checked in the grader)
 
 
@@ -162,6 +217,7 @@ class Cell:
     index: int
     outputs: list[NotebookNode]
     tampered: list[str]
+    size: int = 0  # the outputs' JSON bytes (output_size), as the cap counts them
 
 
 @dataclass(frozen=True)
@@ -230,9 +286,12 @@ class Reader:
     def read(self, data: bytes) -> Message:
         """The message in `data`, or Violation saying what is wrong with it."""
         try:
-            raw = json.loads(data)
-        except (ValueError, RecursionError):
-            raise Violation(f"sent {len(data)} bytes that are not a JSON message ({data[:60]!r}...)") from None
+            raw = json.loads(data.decode("utf-8"))
+        except (ValueError, RecursionError):  # (UnicodeDecodeError is a ValueError)
+            raise Violation(f"sent {len(data)} bytes that are not a JSON message in UTF-8 ({data[:60]!r}...)") from None
+        bad = unstorable(raw)
+        if bad:
+            raise Violation(f"sent text no gradebook can store: {bad} in a message ({_peek(raw)})")
         if not isinstance(raw, dict) or not isinstance(raw.get("op"), str) or raw["op"] not in FIELDS:
             raise Violation(f"sent a message with no known op ({_peek(raw)})")
         op = raw["op"]
@@ -250,7 +309,8 @@ class Reader:
 
     def _message(self, op: str, raw: dict[str, Any]) -> Message:
         if op == "cell":
-            return Cell(_index(raw["index"]), self.outputs(raw["outputs"]), names(raw["tampered"], "tampered"))
+            outputs, size = self.outputs(raw["outputs"])
+            return Cell(_index(raw["index"]), outputs, names(raw["tampered"], "tampered"), size)
         if op == "grade":
             return Grade(_index(raw["index"]))
         if op == "missing":
@@ -263,8 +323,8 @@ class Reader:
             return Audit(*(_string(raw[k], f"audit {k}", MAX_STRING) for k in ("event", "detail", "where")))
         return Done()
 
-    def outputs(self, value: Any) -> list[NotebookNode]:
-        """A cell's outputs: each a valid nbformat v4 output, all within the cap in JSON bytes."""
+    def outputs(self, value: Any) -> tuple[list[NotebookNode], int]:
+        """A cell's outputs, each a valid nbformat v4 output, all within the cap in JSON bytes; and their size."""
         if not isinstance(value, list):
             raise Violation(f"sent cell outputs that are a {type(value).__name__}, not a list")
         if len(value) > MAX_OUTPUTS + 2:
@@ -275,7 +335,7 @@ class Reader:
             raise Violation(f"sent {total} bytes of outputs for one cell, over the cap of {self.output_bytes} bytes")
         from nbformat import from_dict
 
-        return [from_dict(o) for o in checked]
+        return [from_dict(o) for o in checked], total
 
 
 def _peek(value: Any) -> str:

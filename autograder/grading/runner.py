@@ -17,10 +17,12 @@ from ..settings import Limits, Tolerance
 from . import channel, sandbox
 from .channel import Violation
 from .judge import Unanswered, flag_output, judge_cell, stopped_output
+from .sandbox import frames
 from .sanitize import Sanitized, redact_hidden_tests
 from .source import NotebookSpec, SourceCell
 
 GRACE = 5.0  # seconds the grader waits beyond a worker's own time limit before it kills the worker
+SEND_TIMEOUT = 10.0  # seconds a worker may take to read one request of the grader (a few hundred bytes)
 
 
 class Stopped(Unanswered):
@@ -83,7 +85,7 @@ class Session:
             self.worker = sandbox.MODE.launch(channel.plan(cells, limits), files)
         except (sandbox.SandboxFailed, sandbox.Unavailable) as exc:  # this notebook scores 0 with why; the batch goes on
             raise Stopped(f"the grading sandbox could not start a worker: {exc}") from None
-        self.conn = self.worker.conn
+        self.channel = self.worker.channel
         with _LIVE_LOCK:
             _LIVE.add(self)
         self.deadline = time.monotonic() + limits.notebook_timeout
@@ -91,9 +93,9 @@ class Session:
 
     def recv(self, timeout: float) -> channel.Message:
         """The worker's next message, checked by the channel; audit reports on the way are kept. Stopped or Violation."""
-        wait_until = time.monotonic() + timeout
+        wait_until = min(time.monotonic() + timeout, self.deadline)
         while True:
-            message = self.reader.read(self._recv_bytes(max(0.0, wait_until - time.monotonic()), timeout))
+            message = self.reader.read(self._recv_bytes(wait_until, timeout))
             if not isinstance(message, channel.Audit):
                 return message
             if len(self.audits) >= channel.MAX_AUDITS:
@@ -101,27 +103,30 @@ class Session:
             what = message.event if message.detail == message.event else f"{message.event} ({message.detail})"
             self.audits.append(f"{what} from {message.where}, {self.where}")
 
-    def _recv_bytes(self, left_here: float, timeout: float) -> bytes:
-        left = self.deadline - time.monotonic()
-        if left <= 0 or not self.conn.poll(min(left_here, left)):
-            self.kill()
-            if left <= left_here:
-                raise Stopped(f"the notebook ran past its time limit of {self.limits.notebook_timeout:g} s ({self.where})")
-            raise Stopped(f"no answer within {timeout - GRACE:g} s ({self.where}): an infinite loop that ignores the time limit?")
+    def _recv_bytes(self, wait_until: float, timeout: float) -> bytes:
+        """One whole frame before `wait_until` (the step's deadline, never past the notebook's): Stopped at the
+        deadline when nothing came, Violation when the worker stopped mid-frame or announced too much."""
+        limit = channel.max_message(self.limits.output_bytes)
         try:
-            return self.conn.recv_bytes(channel.max_message(self.limits.output_bytes))
-        except OSError as exc:
-            if "message too long" in str(exc) or "bad message length" in str(exc):
-                self.kill()
-                raise Violation(f"sent a message over {channel.max_message(self.limits.output_bytes)} bytes") from None
-            raise Stopped(self._death(exc)) from None
-        except EOFError as exc:
+            return self.channel.recv(wait_until, limit)
+        except frames.Silent:
+            self.kill()
+            if wait_until >= self.deadline:
+                raise Stopped(f"the notebook ran past its time limit of {self.limits.notebook_timeout:g} s ({self.where})") from None
+            raise Stopped(f"no answer within {timeout - GRACE:g} s ({self.where}): an infinite loop that ignores the time limit?") from None
+        except frames.Garbled as exc:
+            self.kill()
+            raise Violation(str(exc)) from None
+        except (EOFError, OSError) as exc:
             raise Stopped(self._death(exc)) from None
 
     def send(self, message: dict[str, Any]) -> None:
-        """A request to the worker (built by `channel`)."""
+        """A request to the worker (built by `channel`), written before the current step's deadline."""
         try:
-            self.conn.send_bytes(channel.encode(message))
+            self.channel.send(channel.encode(message), min(time.monotonic() + SEND_TIMEOUT, self.deadline))
+        except TimeoutError:
+            self.kill()
+            raise Stopped(f"the worker did not read the grader's request ({self.where})") from None
         except (OSError, ValueError) as exc:
             raise Stopped(self._death(exc)) from None
 
@@ -130,6 +135,9 @@ class Session:
         if code is None:
             self.kill()
             return f"the worker closed its connection ({self.where})"
+        if self.worker.out_of_memory():
+            return (f"the notebook ran out of memory: it held more than its limit of {self.limits.memory_mb} MiB, "
+                    f"files in its own /tmp, /dev/shm and working folder included ({self.where})")
         if code < 0:
             try:
                 name = signal.Signals(-code).name
@@ -178,6 +186,7 @@ class WorkerObserver:
         return reply.observation
 
 
+OUTPUTS_DROPPED = "outputs dropped: the notebook's outputs passed"
 LIMIT_ERRORS = {
     "CellTimeout": "stopped at the time limit of {cell_timeout:g} s per cell",
     "MemoryError": "ran out of memory (limit {memory_mb} MiB)",
@@ -288,7 +297,7 @@ def _converse(session: Session, nb: NotebookNode, plan: list[tuple[int, SourceCe
               misconceptions: list[str]) -> None:
     """Drive the worker through the plan: outputs of code cells, judged checks of grade cells, then done."""
     observer = WorkerObserver(session)
-    count = 0
+    count = output_bytes = 0
     for step, (i, src) in enumerate(plan):
         cell = nb.cells[i]
         grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
@@ -302,6 +311,16 @@ def _converse(session: Session, nb: NotebookNode, plan: list[tuple[int, SourceCe
             cell.outputs = msg.outputs
             cell.execution_count = count
             note_errors(cell, session.where, bool(cell.metadata.get("nbgrader", {}).get("solution")), limits, notes)
+            output_bytes += msg.size
+            # (held one cell's outputs at most, never the notebook's; RESERVE: the honest worker's own notes and errors)
+            over = output_bytes > limits.notebook_output_bytes + channel.RESERVE and msg.outputs
+            dropped = channel.NOTEBOOK_NOTE.format(limit=limits.notebook_output_bytes)
+            if (over or any(dropped in str(o.get("text", "")) for o in msg.outputs)) and not any(
+                    n.startswith(OUTPUTS_DROPPED) for n in notes):
+                notes.append(f"{OUTPUTS_DROPPED} {limits.notebook_output_bytes} bytes, from {session.where} on")
+            if over:
+                cell.outputs = [from_dict({"output_type": "stream", "name": "stdout",
+                                           "text": channel.NOTEBOOK_NOTE.format(limit=limits.notebook_output_bytes) + "\n"})]
             if msg.tampered:
                 raise Tampered(f"{session.where} replaced {', '.join(msg.tampered)}")
             continue

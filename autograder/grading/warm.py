@@ -1,23 +1,19 @@
-"""Imported once by the fork server, so every grading worker starts with these already loaded.
+"""Imported once by the unsandboxed mode's fork server, so every grading worker starts with these already loaded.
 
-Every `autograder` module a notebook may import is loaded here, before any learner code runs, so the
-worker's tamper guard (worker.Guard) sees all of them as they were.
+Every `autograder` module a notebook may import is loaded here (the sandbox's list, `sandbox.inside.PRELOAD`, and
+the real modules that the sandbox replaces by stand-ins), before any learner code runs, so the worker's tamper
+guard (worker.Guard) sees all of them as they were.
 """
 
+import importlib
 import threading
 
-import IPython.core.interactiveshell  # noqa: F401
-import matplotlib.pyplot  # noqa: F401  (the inline backend itself loads in the worker, once its shell exists)
-import numpy  # noqa: F401
 import tqdm
 
-import autograder.checks
-import autograder.grading.worker
-import autograder.notebook
-import autograder.probes
-import autograder.report
-import autograder.settings
-import autograder.workbook  # noqa: F401
+from autograder.grading.sandbox.inside import PRELOAD
+
+for _name in (*PRELOAD, "autograder.checks", "autograder.notebook", "autograder.report"):
+    importlib.import_module(_name)
 
 # tqdm's default lock is a multiprocessing semaphore; a worker that creates it and is then killed or
 # exits at once leaves it to the resource tracker, which warns "leaked semaphore" when the grader exits.

@@ -43,23 +43,38 @@ class Outputs:
     The grader measures the same way and refuses more, so this count is only the honest worker's courtesy.
     """
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, notebook_limit: int = 2**62) -> None:
         self.limit = limit
+        self.notebook_limit = notebook_limit  # bytes all cells may leave; `spent`: what earlier cells left
+        self.spent = 0
         self.items: list[dict[str, Any]] = []
         self.size = 0
-        self.truncated = False
+        self.truncated = False  # past the cell's cap: printing more ends the cell
+        self.dropped = False  # past the notebook's: what comes is dropped, and the cell runs on
 
     def _room(self, n: int) -> bool:
-        if self.truncated:
+        if self.truncated or self.dropped:
             return False
         if self.size + n > self.limit or len(self.items) >= channel.MAX_OUTPUTS:
             self.truncated = True
-            note = {"output_type": "stream", "name": "stdout", "text": "\n" + channel.NOTE.format(limit=self.limit) + "\n"}
-            self.items.append(note)
-            self.size += channel.output_size(note)
+            self._note(channel.NOTE.format(limit=self.limit))
+            return False
+        if self.spent + self.size + n > self.notebook_limit:
+            self.dropped = True
+            self._note(channel.NOTEBOOK_NOTE.format(limit=self.notebook_limit))
             return False
         self.size += n
         return True
+
+    def _note(self, text: str) -> None:
+        note = {"output_type": "stream", "name": "stdout", "text": "\n" + text + "\n"}
+        self.items.append(note)
+        self.size += channel.output_size(note)
+
+    def next_cell(self) -> None:
+        """The cell is over: its outputs count against the notebook's bound; the next cell starts with none."""
+        self.spent += self.size
+        self.clear()
 
     def stream(self, name: str, text: str) -> None:
         """Text printed to stdout or stderr (consecutive writes to one stream make one output, as in Jupyter)."""
@@ -107,7 +122,7 @@ class Outputs:
         """clear_output(): the cell starts over with no output."""
         self.items.clear()
         self.size = 0
-        self.truncated = False
+        self.truncated = self.dropped = False
 
 
 def _mime_json(data: dict[str, Any], room: int) -> dict[str, Any] | None:
@@ -397,6 +412,7 @@ class Guard:
         # (mapping, its keys, their values) for each mapping walked
         self.views: list[tuple[Any, tuple[Any, ...], tuple[Any, ...]]] = []
         self.functions: tuple[Any, ...] = ()
+        self.owned: list[tuple[Any, type, dict[str, Any]]] = []  # (object, its class, its attributes) of `watch`
         self.items = self._take(self.views)
         # A function's code, defaults, globals... as the collector sees them: reading `__code__` raises an audit
         # event per function (hundreds per cell through the worker's audit hook, ~4 ms); this is one call.
@@ -443,9 +459,28 @@ class Guard:
             self.functions = tuple(functions)
         return items
 
+    def watch(self, *objects: Any, mutable: tuple[str, ...] = ("seq", "function_parts")) -> None:
+        """Also guard the worker's own objects (its writer, probe kit, connection, this guard): an attribute of one
+        replaced (CPython raises no audit event for an instance's attribute) or its class swapped is tampering."""
+        for obj in objects:
+            state = {k: v for k, v in vars(obj).items() if k not in mutable}
+            self.owned.append((obj, type(obj), state))
+
+    def _owned_changes(self) -> list[str]:
+        changed = []
+        for obj, cls, state in self.owned:
+            now = {k: v for k, v in vars(obj).items() if k in state or k not in ("seq", "function_parts")}
+            if type(obj) is not cls:
+                changed.append(f"the worker's {cls.__name__}'s class")
+            changed += [f"the worker's {cls.__name__}.{k}" for k in sorted(set(now) | set(state))
+                        if now.get(k, _MISSING) is not state.get(k, _MISSING)]
+        return changed
+
     def unchanged(self) -> bool:
         """True when every guarded item is still the very object of the snapshot: identity checks at C speed, the
         same items `changes` compares (it runs only when this says something moved)."""
+        if self.owned and self._owned_changes():
+            return False
         for mapping, keys, values in self.views:
             if not all(map(operator.is_, map(mapping.get, keys, itertools.repeat(_MISSING)), values)):
                 return False
@@ -458,6 +493,7 @@ class Guard:
         rebound = callable(ns_check) and ns_check is not self.check
         if not rebound and self.unchanged():
             return []
+        owned = self._owned_changes()
         now = self._take()
         keys = [k for k, v in self.items.items() if k not in now or now[k] is not v]
         if not keys:  # a part nothing guards moved (a function's __dict__ made on first use): look again from here
@@ -466,7 +502,7 @@ class Guard:
         changed = [".".join(k) for k in keys if not (len(k) > 2 and k[:2] in replaced)]  # a new function, not also its code
         if rebound:
             changed.append("check (rebound in the notebook)")
-        return changed[:10]
+        return (owned + changed)[:10]
 
 
 _MISSING = object()
@@ -543,12 +579,13 @@ def child_main(conn: Connection, plan: dict[str, Any], workdir: str) -> None:
     del ready
     assert guard is not None
     limits = Limits(**plan["limits"])
-    outputs.limit = limits.output_bytes
+    outputs.limit, outputs.notebook_limit = limits.output_bytes, limits.notebook_output_bytes
     _confine(limits, workdir)
     writer = channel.Writer(conn)
+    guard.watch(writer, kit, conn, guard)
     install_audit_hook(writer.audit)  # last: from here on, every audited event of learner code is reported
     for index, cell in enumerate(plan["cells"]):
-        outputs.clear()
+        outputs.next_cell()
         if cell["kind"] == "checks":
             writer.grade(index)
             answer_checks(conn, writer, shell, limits, kit, guard)

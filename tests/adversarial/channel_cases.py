@@ -249,7 +249,7 @@ CAP_RAISED = '''import gc
 gc.unfreeze()  # the fork server froze its heap out of the collector's view: bring the worker's objects back
 for obj in gc.get_objects():
     if type(obj).__name__ == "Outputs" and hasattr(obj, "limit"):
-        obj.limit = 10**12  # the worker's own count no longer stops anything
+        obj.limit = obj.notebook_limit = 10**12  # the worker's own counts no longer stop anything
 print("x" * 30_000_000)'''
 
 

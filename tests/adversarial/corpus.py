@@ -341,6 +341,9 @@ CASES.update(CHANNEL_CASES)
 from .escapes import CASES as ESCAPE_CASES  # noqa: E402  (the OS side's attacks, classes 4-6, built on the helpers above)
 
 CASES.update(ESCAPE_CASES)
+from .bounds import CASES as BOUND_CASES  # noqa: E402  (issue 19: bounds, teardown, deadlines, storable text)
+
+CASES.update(BOUND_CASES)
 
 
 def write_big(path: Path, mb: int = BIG_MB) -> None:

@@ -8,6 +8,7 @@ ImportError, and the attempt raises the audit event `autograder.grader_module`, 
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Sequence
 from importlib.machinery import ModuleSpec
@@ -16,12 +17,21 @@ from typing import Any
 __all__ = ["CheckFailed", "check"]
 __version__ = "sandboxed"
 GRADER_MODULE_EVENT = "autograder.grader_module"
-# The modules staged next to this file: everything else named autograder.* stays outside the sandbox.
-STAGED = frozenset({"autograder", "autograder.workbook", "autograder.settings", "autograder._sandbox_aids",
-                    "autograder.probes", "autograder.probes.engine", "autograder.probes.exercises",
-                    "autograder.probes.graphs", "autograder.probes.net", "autograder.probes.safe",
-                    "autograder.grading", "autograder.grading.worker", "autograder.grading.channel", "autograder.grading.audit",
-                    "autograder.grading.sandbox"})
+
+
+def staged_modules(root: str) -> frozenset[str]:
+    """Every module staged below `root` (the staged `autograder` folder), by its name: nothing else of the grader's."""
+    names = {"autograder"}
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if d != "__pycache__"]
+        rel = os.path.relpath(folder, root)
+        parts = ["autograder", *([] if rel == "." else rel.split(os.sep))]
+        names.update(".".join(parts + ([] if f == "__init__.py" else [f[:-3]])) for f in files if f.endswith(".py"))
+    return frozenset(names)
+
+
+# The modules staged next to this file (sandbox.inside lists them): everything else named autograder.* stays outside.
+STAGED = staged_modules(os.path.dirname(os.path.abspath(__file__))) if __name__ == "autograder" else frozenset()
 
 
 class CheckFailed(AssertionError):

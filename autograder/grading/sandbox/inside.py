@@ -1,0 +1,44 @@
+"""What runs inside the sandbox, listed once: the modules staged and preloaded there, where they are mounted, and
+what a notebook's process sees (environment, writable mounts and their sizes).
+
+Staging (`stage`), the fork server's preload (`forkserver`), the stand-in `autograder` package's refusal of every
+other grader module, and the unsandboxed mode's preload (`grading.warm`) all read these lists. Standard library only.
+"""
+
+from __future__ import annotations
+
+INSIDE = "/grader"  # where the staged worker-side code is mounted, read-only
+SCRATCH = "/scratch"  # a notebook's working directory and HOME: its own tmpfs
+
+# The libraries every worker starts with (imported once by the fork server, so each notebook needs no import time).
+LIBRARIES = ("numpy", "matplotlib.pyplot", "IPython.core.interactiveshell", "tqdm")
+# The grader's code that runs next to learner code: no answers (the probes build graphs from a case and read numbers
+# back; the aids draw and plot). Packages are staged whole, modules one file each; every parent package's
+# __init__.py comes along. Nothing else of `autograder` exists inside the sandbox.
+PACKAGES = ("autograder.aids", "autograder.probes")
+MODULES = ("autograder.settings", "autograder.grading.channel", "autograder.grading.worker", "autograder.grading.audit",
+           "autograder.grading.sandbox.inside",
+           "autograder.grading.sandbox.linux", "autograder.grading.sandbox.forkserver")
+# Stand-ins staged in place of the real modules (the real ones hold the checks): module -> its source in the package.
+STANDINS = {"autograder": "grading/standin/__init__.py", "autograder.workbook": "grading/standin/workbook.py"}
+PRELOAD = (*LIBRARIES, *STANDINS, *PACKAGES, *MODULES)  # what the fork server imports before it says ready
+
+ENVIRONMENT = {  # everything a notebook's process sees of the environment
+    "HOME": SCRATCH,
+    "LANG": "C.UTF-8",
+    "MPLBACKEND": "module://matplotlib_inline.backend_inline",
+    "MPLCONFIGDIR": "/tmp/matplotlib",
+    "NBGRADER_EXECUTION": "autograde",
+    "OPENBLAS_NUM_THREADS": "1",
+    "OMP_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+    "PYTHONDONTWRITEBYTECODE": "1",
+}
+
+MIB = 2**20
+# Each notebook's own writable mounts (tmpfs: its bytes are memory): path -> (bytes, inodes). Nothing writable is
+# shared between notebooks; /dev holds only the device nodes below (bound from the sandbox's) and is read-only.
+MOUNTS = {SCRATCH: (512 * MIB, 20_000), "/tmp": (64 * MIB, 5_000), "/dev/shm": (64 * MIB, 1_000)}
+DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
+NOFILE = 1024  # open files of one notebook process
+NPROC = 256  # processes of one notebook: its pids cgroup where there is one, else RLIMIT_NPROC (per user, not enforced for root)

@@ -1,0 +1,175 @@
+"""Bounds the grader keeps on its own side, whatever the worker does: every read has a deadline, a notebook's outputs
+have a total, and a worker that cannot start costs only its own notebook. Driven through runner.Session with a
+forged worker on a socket pair (no sandbox needed)."""
+
+from __future__ import annotations
+
+import socket
+import struct
+import threading
+import time
+from typing import Any
+
+import nbformat
+import pytest
+
+from autograder.grading import channel, runner, sandbox
+from autograder.grading.channel import Violation
+from autograder.grading.sandbox.frames import Channel
+from autograder.grading.worker import Outputs, _Stream
+from autograder.settings import Limits, Tolerance
+
+
+class ForgedWorker:
+    """A worker whose channel the test writes: whatever a hostile worker process could write."""
+
+    def __init__(self) -> None:
+        ours, self.far = socket.socketpair()
+        self.channel = Channel(ours.detach())
+        self.killed = False
+
+    def write(self, data: bytes) -> None:
+        self.far.sendall(data)
+
+    def exitcode(self, timeout: float = 0.0) -> int | None:
+        return -9 if self.killed else None
+
+    def out_of_memory(self) -> bool:
+        return False
+
+    def kill(self) -> None:
+        self.killed = True
+
+    def close(self) -> None:
+        self.channel.close()
+        self.far.close()
+
+
+@pytest.fixture
+def forged(monkeypatch: pytest.MonkeyPatch) -> ForgedWorker:
+    worker = ForgedWorker()
+    monkeypatch.setattr(sandbox.MODE, "launch", lambda plan, files: worker)
+    return worker
+
+
+def frame(message: dict[str, Any]) -> bytes:
+    data = channel.encode(message)
+    return struct.pack("!i", len(data)) + data
+
+
+def session(cells: int, **limits: Any) -> runner.Session:
+    return runner.Session([{"kind": "code", "source": "pass"}] * cells, Limits(**{"cell_timeout": 0.5, **limits}), {})
+
+
+@pytest.mark.parametrize("stream, verdict", [
+    (b"", "no answer within"),  # silence: the cell's deadline, not a hang
+    (b"\x00\x00", "Violation: stopped in the middle of a message"),  # half a header, then silence
+    (struct.pack("!i", 1000) + b'{"op": "cell"', "Violation: stopped in the middle of a message"),
+    (struct.pack("!i", 2**31 - 1), "Violation: announced a message of 2147483647 bytes"),
+    (struct.pack("!i", -5), "Violation: announced a message of -5 bytes"),
+])
+def test_every_read_ends_at_its_deadline_in_a_verdict(forged: ForgedWorker, stream: bytes, verdict: str) -> None:
+    forged.write(stream)
+    s = session(1)
+    t0 = time.monotonic()
+    with pytest.raises((runner.Stopped, Violation)) as caught:
+        s.recv(0.5 + runner.GRACE - 5.0)  # the cell's timeout, without the grace a real worker gets
+    assert time.monotonic() - t0 < 3
+    got = f"{type(caught.value).__name__}: {caught.value}"
+    assert (verdict in got) if verdict.startswith("Violation") else (verdict in str(caught.value))
+    assert forged.killed  # the notebook is stopped at its deadline
+    s.close()
+
+
+def test_a_read_never_waits_past_the_notebooks_own_deadline(forged: ForgedWorker) -> None:
+    s = session(1, notebook_timeout=0.3)
+    t0 = time.monotonic()
+    with pytest.raises(runner.Stopped, match=r"time limit of 0\.3 s"):
+        s.recv(60)
+    assert time.monotonic() - t0 < 2
+    s.close()
+
+
+def test_a_notebooks_outputs_past_its_total_are_dropped_with_a_note(forged: ForgedWorker) -> None:
+    cells, per_cell = 12, 20_000
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print('x' * 20_000)") for _ in range(cells)])
+    out = [{"output_type": "stream", "name": "stdout", "text": "x" * per_cell}]
+    stream = b"".join(frame({"op": "cell", "index": i, "outputs": out, "tampered": [], "seq": i + 1}) for i in range(cells))
+    threading.Thread(target=forged.write, args=(stream + frame({"op": "done", "seq": cells + 1}),), daemon=True).start()
+    limits = Limits(notebook_output_bytes=50_000, output_bytes=30_000)
+    s = runner.Session([{"kind": "code", "source": "pass"}] * cells, limits, {})
+    notes: list[str] = []
+    runner._converse(s, nb, [(i, None) for i in range(cells)], limits, Tolerance(), None, [], notes, [])
+    s.close()
+    kept = [c for c in nb.cells if c.outputs[0]["text"] == "x" * per_cell]
+    assert 0 < len(kept) <= (50_000 + channel.RESERVE) // per_cell
+    assert all("passed 50000 bytes" in c.outputs[0]["text"] for c in nb.cells[len(kept):])
+    total = sum(channel.output_size(o) for c in nb.cells for o in c.outputs)
+    assert total <= 50_000 + channel.RESERVE + cells * 200
+    assert [n for n in notes if n.startswith(runner.OUTPUTS_DROPPED)] == [
+        f"{runner.OUTPUTS_DROPPED} 50000 bytes, from {s.where.split(' (')[0].rsplit(' ', 1)[0]} {len(kept) + 1} on"]
+
+
+def test_the_honest_worker_drops_output_past_the_notebooks_total_and_the_cell_runs_on() -> None:
+    outputs = Outputs(1_000_000, notebook_limit=30_000)
+    stream = _Stream(outputs, "stdout")
+    for _ in range(3):
+        for _ in range(100):
+            stream.write("y" * 99 + "\n")  # 10 kB a cell: never raises, unlike the per-cell cap
+        outputs.next_cell()
+    stream.write("more\n")
+    assert outputs.dropped and "passed 30000 bytes" in outputs.export()[-1]["text"]
+    assert outputs.spent <= 30_000 + 200
+
+
+def test_a_spawn_that_times_out_is_retried_and_the_sandbox_is_kept_while_it_answers(monkeypatch: pytest.MonkeyPatch) -> None:
+    class SlowBox:
+        alive = True
+        launches = 0
+        closed = False
+
+        def launch(self, start: dict[str, Any]) -> str:
+            self.launches += 1
+            if self.launches == 1:
+                raise sandbox.SpawnTimeout("the sandbox did not start a worker within 10 s")
+            return "worker"
+
+        def ping(self) -> bool:
+            return True
+
+        def close(self) -> None:
+            self.closed = True
+
+    pool = sandbox.Pool()
+    box = SlowBox()
+    monkeypatch.setattr(pool, "current", lambda: box)
+    assert pool.launch({}) == "worker" and box.launches == 2 and not box.closed  # classmates' workers keep running
+
+    class FailingBox(SlowBox):
+        def launch(self, start: dict[str, Any]) -> str:
+            raise sandbox.SandboxFailed("the notebook's namespaces could not be set up")
+
+    failing = FailingBox()
+    monkeypatch.setattr(pool, "current", lambda: failing)
+    with pytest.raises(sandbox.SandboxFailed):
+        pool.launch({})  # this notebook only: 0 with the reason
+    assert not failing.closed
+
+
+def test_a_worker_that_does_not_read_the_graders_request_stops_at_a_deadline(forged: ForgedWorker,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(runner, "SEND_TIMEOUT", 0.3)
+    s = session(1)
+    done = threading.Event()
+
+    def flood() -> None:
+        with pytest.raises(runner.Stopped, match="did not read"):
+            for _ in range(10_000):
+                s.send({"op": "observe", "check": "add_forward", "case": {"x": "y" * 10_000}})
+        done.set()
+
+    t = threading.Thread(target=flood)
+    t.start()
+    t.join(20)
+    assert done.is_set()
+    s.close()
