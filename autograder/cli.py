@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import datetime
 import gc
 import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from . import __version__, checks, probes, report
 from .checks import NOT_IMPLEMENTED, Check, CheckResult, run_checks
@@ -58,9 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def extension_command(args: argparse.Namespace) -> int:
-    """Record the extension on the student's submission row, where nbgrader reads it."""
-    import datetime
-
+    """Record the extension on the student's submission row, where nbgrader reads it; print the new deadline."""
     from nbgrader.coursedir import CourseDirectory
 
     from .grading.late import grant_extension
@@ -73,9 +73,40 @@ def extension_command(args: argparse.Namespace) -> int:
         grant_extension(coursedir, args.assignment, args.student, extra)
     except LookupError as exc:
         raise UsageError(str(exc)) from None
-    print(f"{args.student}: {args.assignment} due {extra} after the due date" if extra else
-          f"{args.student}: no extension for {args.assignment}")
+    print(extension_text(args.student, args.assignment, due_date(coursedir, args.assignment), extra))
     return 0
+
+
+def due_date(coursedir: Any, assignment: str) -> datetime.datetime | None:
+    """The assignment's due date in the gradebook (UTC, as nbgrader keeps it), or None when none is set."""
+    from nbgrader.api import Gradebook
+
+    with Gradebook(coursedir.db_url, coursedir.course_id) as gb:
+        return gb.find_assignment(assignment).duedate
+
+
+def _when(moment: datetime.datetime) -> str:
+    return moment.strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _span(extra: datetime.timedelta) -> str:
+    """'2 days', '1 day 3 hours', '90 minutes': an extension as a person says it."""
+    minutes = round(extra.total_seconds() / 60)
+    days, minutes = divmod(minutes, 1440)
+    hours, minutes = divmod(minutes, 60)
+    parts = [f"{n} {unit}{'s' if n != 1 else ''}" for n, unit in ((days, "day"), (hours, "hour"), (minutes, "minute")) if n]
+    return " ".join(parts) or "0 minutes"
+
+
+def extension_text(student: str, assignment: str, due: datetime.datetime | None, extra: datetime.timedelta) -> str:
+    """The line `extension` prints: the student's new deadline (or that none is set yet)."""
+    if not extra:
+        when = f": due {_when(due)} like everyone" if due else ""
+        return f"{student}: no extension for {assignment}{when}"
+    if due is None:
+        return (f"{student}: {assignment} gets {_span(extra)} past the due date, which is not set yet "
+                f"(nbgrader db assignment add {assignment} --duedate=...)")
+    return f"{student}: {assignment} now due {_when(due + extra)} ({_span(extra)} after the due date, {_when(due)})"
 
 
 def grading_config_path(given: str | None) -> str | None:
@@ -112,6 +143,8 @@ def grade_command(args: argparse.Namespace) -> int:
     finally:
         gc.unfreeze()
     print(batch.summary(rows))
+    for path in options.written:
+        print(f"wrote {path}")
     return 0
 
 

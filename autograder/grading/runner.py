@@ -21,6 +21,7 @@ from .sanitize import Sanitized, redact_hidden_tests
 from .source import NotebookSpec, SourceCell
 
 GRACE = 5.0  # seconds the grader waits beyond a worker's own time limit before it kills the worker
+NO_RESPONSE = "No response."  # nbgrader's comment on a solution cell left as released
 
 
 class Stopped(Unanswered):
@@ -338,7 +339,7 @@ def score(nb: NotebookNode, spec: NotebookSpec, flags: list[str], reason: str) -
             scores[src.name] = (auto, max_score)
         if src.solution:
             unchanged = cell.metadata.nbgrader.get("checksum") == nbutils.compute_checksum(cell)
-            comments[src.name] = "No response." if unchanged else None
+            comments[src.name] = NO_RESPONSE if unchanged else None
         if src.grade and not src.solution and cell.cell_type == "code":
             cell.source = redact_hidden_tests(cell.source)
     return Graded(scores, comments, nb, flags, reason)
