@@ -13,6 +13,7 @@ from typing import Any
 from .probes.safe import captured_output, describe, time_limit
 
 SKIP_TAGS = frozenset({"demo", "plot", "test", "skip-import"})
+NOT_DONE = "raises NotImplementedError (not done yet)"  # a stub cell's problem while loading
 
 
 class UnreadableFile(Exception):
@@ -128,10 +129,10 @@ def parts(path: Path) -> list[tuple[str, str] | CheckCell]:
 
 
 def load(path: str | os.PathLike[str], cell_timeout: float = 60.0,
-         at_check: Callable[[CheckCell, dict[str, Any]], None] | None = None) -> Loaded:
+         at_check: Callable[[CheckCell, Loaded], None] | None = None) -> Loaded:
     """Execute the definitions of PATH in a fresh namespace; a failing part is recorded, not fatal.
 
-    `at_check` is called at each check cell of a notebook with the namespace as it stands there.
+    `at_check` is called at each check cell of a notebook with what is loaded so far (namespace and problems).
     """
     p = Path(path)
     loaded = Loaded({"__name__": "__learner__", "__file__": str(p)})
@@ -144,12 +145,12 @@ def load(path: str | os.PathLike[str], cell_timeout: float = 60.0,
 
 
 def _execute(p: Path, sources: list[tuple[str, str] | CheckCell], loaded: Loaded, cell_timeout: float,
-             at_check: Callable[[CheckCell, dict[str, Any]], None] | None = None) -> None:
+             at_check: Callable[[CheckCell, Loaded], None] | None = None) -> None:
     """Run each part in the shared namespace, recording failures instead of raising."""
     for part in sources:
         if isinstance(part, CheckCell):
             if at_check is not None:
-                at_check(part, loaded.namespace)
+                at_check(part, loaded)
             continue
         label, code = part
         try:
@@ -161,7 +162,7 @@ def _execute(p: Path, sources: list[tuple[str, str] | CheckCell], loaded: Loaded
             with captured_output(), time_limit(cell_timeout):
                 exec(compiled, loaded.namespace)
         except NotImplementedError:
-            loaded.problems.append(f"{label}: raises NotImplementedError (not done yet)")
+            loaded.problems.append(f"{label}: {NOT_DONE}")
         except KeyboardInterrupt:
             raise
         except BaseException as exc:  # SystemExit, GeneratorExit, ...: a broken cell, not a broken grader

@@ -324,8 +324,13 @@ def test_learner_fills_stub_sees_check_and_mistake_then_validates(lab: Lab, exer
     expect(out).to_contain_text("accumulate `grad += ...`")  # the diagnosis names the misconception
     expect(out).not_to_contain_text("Traceback")
     expect(out.locator(".autograder-check span").first).to_have_css("color", "rgb(207, 34, 46)")  # a red ✗
-    expect(out.locator("em")).to_contain_text("accumulate `grad += ...`")  # the hint, emphasised
+    # one order: the method and the misconception's sentence on the red ✗ line, the numbers, then the folded repro
+    expect(out.locator(".autograder-lead").first).to_contain_text("accumulate `grad += ...`")
+    expect(out.locator(".autograder-lead").first).to_contain_text("Value.__add__")
+    assert out.inner_text().index("grad += ...") < out.inner_text().index("seen:") < out.inner_text().index("reproduce")
+    expect(out).not_to_contain_text("tested alone")
     expect(out.locator("details")).not_to_have_attribute("open", "")  # the reproduce block starts folded
+    expect(out.locator("details summary")).to_have_css("display", "list-item")  # with its disclosure triangle
     notebook.shot("2-mistake-diagnosed", show=out)
 
     dialog = notebook.validate()  # the saved notebook still holds the mistake: validation must fail

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import nbformat
 import pytest
-from notebook_corpus import ALTERNATIVES, MISTAKES, SOURCE, grade_id, notebook, run
+from notebook_corpus import ALTERNATIVES, MISTAKES, SOURCE, grade_id, notebook, run, summary_problems
 
 from autograder.checks import ERROR, FAILED
 from autograder.checks.messages import hint
@@ -49,6 +49,7 @@ def test_mistake_fails_first_under_its_exercise_naming_method_and_misconception(
     message = diagnosed[0].message
     assert variant.method in message and hint(variant.misconception, "a") in message, message
     assert "done" not in ran.summary, ran.summary
+    assert summary_problems(ran.summary) == []  # every failing row carries its sentence; nothing left dangling
     # every failed check (not a stub) carries an id and its sentence, however far down the notebook
     for gid, visible, hidden in ran.grades:
         for r in visible + hidden:

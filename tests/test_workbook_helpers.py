@@ -157,7 +157,7 @@ def test_check_in_a_learners_kernel_shows_the_diagnosis_and_returns(ref, monkeyp
         check("numerical_derivative", ns=vars(ref))
 
 
-def test_check_html_marks_pass_and_fail_emphasises_the_hint_and_folds_the_reproduce_block(ref):
+def test_check_html_marks_pass_and_fail_leads_with_the_sentence_and_folds_the_reproduce_block(ref):
     class Value(ref.Value):
         def __add__(self, other):
             other = other if isinstance(other, Value) else Value(other)
@@ -175,11 +175,19 @@ def test_check_html_marks_pass_and_fail_emphasises_the_hint_and_folds_the_reprod
     html = notebook.verdict_html([good, bad], hidden=False)
     assert f'color:{notebook.GREEN};font-weight:bold">✓ mul_forward</span>' in html
     assert f'color:{notebook.RED};font-weight:bold">✗ backward_accumulates</span>' in html
-    assert "<em><b>hint:</b>" in html and "accumulate `grad += ...`" in html
-    assert "<details" in html and "<summary>reproduce</summary>" in html and "\nprint(a.grad" in html
+    # one order: the method and the misconception's sentence on the ✗ line, then the numbers, then the folded repro
+    lead = html.index('class="autograder-lead"')
+    assert "`Value.__add__`" in html[lead:lead + 200] and "accumulate `grad += ...`" in html[lead:html.index("</div>", lead)]
+    assert lead < html.index('class="autograder-evidence"') < html.index("<details")
+    assert ('<summary style="display:list-item;cursor:pointer">reproduce</summary>' in html
+            and "\nprint(a.grad" in html)  # a disclosure whose triangle shows, whatever the page's CSS
     assert "white-space:pre-wrap" in html  # long lines wrap, in JupyterLab and in nbgrader's feedback HTML
+    assert "hint:" not in html and "tested alone" not in html and "add_local_backward" not in html  # no probe names
     text = notebook.verdict_text([good, bad], hidden=False)
-    assert text.startswith("✓ mul_forward") and "✗ backward_accumulates" in text and "reproduce:" in text
+    assert text.startswith("✓ mul_forward") and "reproduce:" in text
+    first = next(ln for ln in text.splitlines() if ln.startswith("✗ backward_accumulates"))
+    assert first.startswith("✗ backward_accumulates: needs `Value.__add__` to pass first: ") and "grad += ..." in first
+    assert text.index(first) < text.index("    seen: ") < text.index("    reproduce:")
     outputs = notebook.check_outputs([good, bad], hidden=False)
     assert outputs[0]["data"] == {"text/plain": text, "text/html": html}
     assert outputs[1]["ename"] == "CheckFailed" and "backward_accumulates" in outputs[1]["evalue"]
@@ -332,3 +340,20 @@ def test_untouched_hand_filled_grads_are_not_done_yet_and_a_forgotten_root_is_a_
     e.grad = c.grad = d.grad
     a.grad, b.grad = b.data * e.grad, a.data * e.grad
     assert outcome("manual_backprop", ns).passed
+
+
+def test_a_diagnosis_is_shown_in_full_once_per_notebook_and_later_cells_say_same_cause(ref, monkeypatch, capsys):
+    monkeypatch.setattr(notebook, "in_kernel", lambda: True)  # a learner's kernel: checks show and return
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+    ns = local_engine(ref, swapped=True)
+    check("mul_local_backward", ns=ns)  # the exercise's own check cell: in full
+    first = capsys.readouterr().out
+    assert "reproduce:" in first and "seen: " in first
+    check("backward_accumulates", ns=ns)  # a later check cell, the same cause
+    later = capsys.readouterr().out
+    assert later.strip() == "✗ backward_accumulates: needs `Value.__mul__` to pass first: same cause as above"
+    check("mul_local_backward", ns=ns)  # its own cell run again: in full again
+    assert "reproduce:" in capsys.readouterr().out
+    ns["Value"] = ref.Value  # fixed: the cause is forgotten once its check passes
+    check("mul_local_backward", ns=ns)
+    assert notebook.shown_in(ns).first == {}

@@ -13,6 +13,7 @@ import nbformat
 from nbformat import NotebookNode, from_dict
 from nbgrader import utils as nbutils
 
+from .. import notebook
 from ..settings import Limits, Tolerance
 from . import channel, sandbox
 from .channel import Violation
@@ -289,6 +290,7 @@ def _converse(session: Session, nb: NotebookNode, plan: list[tuple[int, SourceCe
               misconceptions: list[str]) -> None:
     """Drive the worker through the plan: outputs of code cells, judged checks of grade cells, then done."""
     observer = WorkerObserver(session)
+    shown = notebook.Shown()  # each diagnosis in full once per notebook, as the learner's kernel shows it
     count = 0
     for step, (i, src) in enumerate(plan):
         cell = nb.cells[i]
@@ -306,7 +308,7 @@ def _converse(session: Session, nb: NotebookNode, plan: list[tuple[int, SourceCe
             if msg.tampered:
                 raise Tampered(f"{session.where} replaced {', '.join(msg.tampered)}")
             continue
-        verdict = judge_cell(observer, src.calls or (), tolerance, secret)
+        verdict = judge_cell(observer, src.calls or (), tolerance, secret, shown)
         misconceptions[:] = dict.fromkeys([*misconceptions, *(r.misconception for r in verdict.results if r.misconception)])
         session.send(channel.resume_request())
         reply = session.recv(limits.check_timeout + GRACE)
