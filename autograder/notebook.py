@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-import os
 import sys
 import textwrap
 import traceback
@@ -19,6 +18,7 @@ from html import escape
 from typing import Any
 
 from . import checks
+from .aids.env import grading, in_kernel
 from .checks import NOT_IMPLEMENTED, CheckResult, run_checks
 from .checks.messages import METHOD_OF, SAME_CULPRIT
 from .report import FAIL, PASS, diagnosis, result_lines
@@ -36,17 +36,6 @@ class CheckFailed(AssertionError):
         failed = [r for r in self.results if not r.passed]
         return [f"CheckFailed: {len(failed)} of {len(self.results)} checks failed",
                 *(line for r in failed for line in validate_lines(f"{FAIL} {one_line(r)}"))]
-
-
-def grading() -> bool:
-    """True while nbgrader executes the notebook (autograde or validate)."""
-    return bool(os.environ.get("NBGRADER_EXECUTION"))
-
-
-def in_kernel() -> bool:
-    """True inside a running Jupyter kernel, not merely when something imported ipykernel."""
-    app = sys.modules.get("ipykernel.kernelapp")
-    return app is not None and app.IPKernelApp.initialized()
 
 
 def learners_kernel() -> bool:
