@@ -45,11 +45,26 @@ def test_moons_are_not_linearly_separable_along_either_axis():
         assert max(neg) > min(pos) and max(pos) > min(neg)  # the two moons overlap on each axis
 
 
-def test_demo_size_is_short_under_nbgrader(monkeypatch):
+def test_demo_size_is_short_under_nbgrader_and_the_cell_says_so_once(monkeypatch, capsys):
     monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
-    assert demo_size(80, 3) == 80
+    assert demo_size(80, 3) == 80 and capsys.readouterr().out == ""
     monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
     assert demo_size(80, 3) == 3
+    assert capsys.readouterr().out.startswith("(grading-size run: 3 here, 80 in your own run;")
+
+
+def test_a_grading_size_demo_is_labelled_once_per_cell(monkeypatch):
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.utils.capture import capture_output
+
+    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
+    shell = InteractiveShell.instance()
+    shell.user_ns["demo_size"] = demo_size
+    with capture_output() as one:
+        shell.run_cell("for _ in range(2): demo_size(100, 1)\ndemo_size(60, 8)", store_history=True)
+    with capture_output() as two:
+        shell.run_cell("demo_size(80, 1)", store_history=True)
+    assert one.stdout.count("grading-size run") == 1 and two.stdout.count("grading-size run: 1 here, 80 in") == 1
 
 
 def test_progress_outside_jupyter_writes_to_stdout_not_stderr(capsys):
