@@ -372,3 +372,55 @@ def test_a_diagnosis_is_shown_in_full_once_per_notebook_and_later_cells_say_same
     ns["Value"] = ref.Value  # fixed: the cause is forgotten once its check passes
     check("mul_local_backward", ns=ns)
     assert notebook.shown_in(ns).first == {}
+
+
+def test_unless_passing_names_the_failing_method_in_one_line_and_is_silent_otherwise(ref, monkeypatch, capsys):
+    from autograder.workbook import unless_passing
+
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+    unless_passing("mul_local_backward", "backward_accumulates", ns=local_engine(ref, swapped=True))
+    assert capsys.readouterr().out == "(this differs from the text because `Value.__mul__` does not pass its check yet)\n"
+    unless_passing("mul_local_backward", "backward_accumulates", ns={"Value": ref.Value})
+    assert capsys.readouterr().out == ""
+
+    class Stub(ref.Value):
+        def __mul__(self, other):
+            raise NotImplementedError()
+
+    unless_passing("mul_local_backward", ns={"Value": Stub})  # a stub: the cell's own "not done yet" line says it
+    assert capsys.readouterr().out == ""
+    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")  # demos are never graded
+    unless_passing("mul_local_backward", ns=local_engine(ref, swapped=True))
+    assert capsys.readouterr().out == ""
+
+
+def test_the_second_backward_demo_says_why_its_numbers_differ_when_add_fails(monkeypatch):
+    import contextlib
+    import io
+
+    import nbformat
+
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    source = Path(__file__).resolve().parent.parent / "solutions" / "workbook" / "03_backward.ipynb"
+
+    def demo_output(mistake: bool) -> str:
+        nb = nbformat.read(source, as_version=4)
+        ns: dict = {"__name__": "__main__"}
+        printed = ""
+        for cell in nb.cells:
+            if cell.cell_type != "code":
+                continue
+            src = cell.source
+            if mistake and cell.metadata.get("nbgrader", {}).get("grade_id") == "ex_03_add":
+                src = src.replace("self.grad += out.grad", "self.grad = out.grad")
+            buf = io.StringIO()
+            with contextlib.suppress(Exception), contextlib.redirect_stdout(buf):
+                exec(compile(src, "<cell>", "exec"), ns)  # a failing check cell raises outside a kernel: go on
+            if "after a second one" in src:
+                printed = buf.getvalue()
+        return printed
+
+    wrong, right = demo_output(True), demo_output(False)
+    assert wrong.splitlines()[-1] == "(this differs from the text because `Value.__add__` does not pass its check yet)"
+    assert "a.grad = 24.0" not in wrong and "differs" not in right and "a.grad = 24.0" in right
