@@ -124,6 +124,21 @@ def test_feedback_labels_the_grading_size_demo(course):
     assert demo - label < 2000  # the label sits in the same cell, before the demo's numbers
 
 
+def test_the_roster_in_the_checkout_is_git_ignored():
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    import subprocess
+
+    for name in ("roster.csv", "roster-2026.csv"):
+        done = subprocess.run(["git", "check-ignore", "-q", name], cwd=ROOT)
+        assert done.returncode == 0, f"{name} (names and emails) is not git-ignored"
+
+
+def test_the_readme_documents_grading_several_learners_from_one_account():
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    assert "--student=ID" in readme and "cheating attempt?" in readme and "ExchangeCollect.check_owner = False" in readme
+
+
 def test_show_each_failure_once_leaves_one_line_of_checkfailed():
     from autograder.checks import CheckResult
     from autograder.notebook import check_outputs
