@@ -229,8 +229,7 @@ def notebook_text(cells: list[CellResults]) -> str:
     lines = [ln for c in cells for r, hidden in zip(c.results, c.hidden)
              for ln in ([f"{report.PASS} {r.name} (hidden inputs)"] if hidden and r.passed else report.result_lines(r))]
     score, total = sum(c.points for c in cells), sum(c.max_points for c in cells)
-    lines.append(f"score: {score:g} / {total:g} (a check cell's points only when every check in it passes, "
-                 "as nbgrader scores it)")
+    lines.append(f"score: {score:g} / {total:g}")  # a check cell's points only when every check in it passes
     return "\n".join(lines)
 
 
