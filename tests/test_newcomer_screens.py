@@ -112,7 +112,7 @@ def test_feedback_names_every_test_cell_in_its_table_of_contents(course):
     toc = page[page.index('<div id="toc">'):page.index("</ol>", page.index('<div id="toc">'))]
     assert "Test cell" not in toc
     assert ">Test: add_local_backward (__add__ with its _backward)</a>" in toc
-    assert ">Test: backward_accumulates (" in toc
+    assert ">Test: backward_accumulates (" in toc and ">Test: backward() (7 checks)</a>" in toc
 
 
 @pytest.mark.slow
