@@ -43,6 +43,8 @@ if "nbgrader.converters" in sys.modules:
     from autograder.grading.redact_feedback import feedback_preprocessors
 
     c.GenerateFeedback.preprocessors = feedback_preprocessors()
+    # nbgrader's own page, each test cell named in its contents (autograder/grading/feedback_page.py)
+    c.GenerateFeedback.exporter_class = "autograder.grading.feedback_page.FeedbackExporter"
 
 # ---- nbgrader: late submissions. Both graders apply this plugin to every notebook submitted after the due date
 # (plus the student's extension). 'none' (nbgrader's default) records no penalty; 'zero' takes the notebook's

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import datetime
 import gc
+import json
 import os
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
-from . import __version__, checks, probes, report
+from . import __version__, checks, notebook, probes, report
 from .checks import NOT_IMPLEMENTED, Check, CheckResult, run_checks
-from .loader import UnreadableFile, load
+from .loader import NOT_DONE, CheckCell, Loaded, UnreadableFile, load
 from .settings import Limits, Tolerance, load_config
 
 
@@ -31,6 +35,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("check", help="run the check catalog on a .py file or a notebook")
     p.add_argument("path", help="a .py file or an .ipynb notebook")
     p.add_argument("--json", action="store_true", help="print JSON instead of lines")
+    p.add_argument("--all", action="store_true",
+                   help="run the whole catalogue on the file's final definitions (a notebook's own check cells "
+                        "otherwise); a .py file always gets the whole catalogue")
     p.add_argument("--config", help="an nbgrader_config.py with Tolerance/Limits settings")
     g = sub.add_parser("grade", help="batch-grade the submissions of an assignment in an nbgrader course")
     g.add_argument("assignment", help="the assignment, as in submitted/<student>/<assignment>/")
@@ -58,9 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def extension_command(args: argparse.Namespace) -> int:
-    """Record the extension on the student's submission row, where nbgrader reads it."""
-    import datetime
-
+    """Record the extension on the student's submission row, where nbgrader reads it; print the new deadline."""
     from nbgrader.coursedir import CourseDirectory
 
     from .grading.late import grant_extension
@@ -73,9 +78,40 @@ def extension_command(args: argparse.Namespace) -> int:
         grant_extension(coursedir, args.assignment, args.student, extra)
     except LookupError as exc:
         raise UsageError(str(exc)) from None
-    print(f"{args.student}: {args.assignment} due {extra} after the due date" if extra else
-          f"{args.student}: no extension for {args.assignment}")
+    print(extension_text(args.student, args.assignment, due_date(coursedir, args.assignment), extra))
     return 0
+
+
+def due_date(coursedir: Any, assignment: str) -> datetime.datetime | None:
+    """The assignment's due date in the gradebook (UTC, as nbgrader keeps it), or None when none is set."""
+    from nbgrader.api import Gradebook
+
+    with Gradebook(coursedir.db_url, coursedir.course_id) as gb:
+        return gb.find_assignment(assignment).duedate
+
+
+def _when(moment: datetime.datetime) -> str:
+    return moment.strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _span(extra: datetime.timedelta) -> str:
+    """'2 days', '1 day 3 hours', '90 minutes': an extension as a person says it."""
+    minutes = round(extra.total_seconds() / 60)
+    days, minutes = divmod(minutes, 1440)
+    hours, minutes = divmod(minutes, 60)
+    parts = [f"{n} {unit}{'s' if n != 1 else ''}" for n, unit in ((days, "day"), (hours, "hour"), (minutes, "minute")) if n]
+    return " ".join(parts) or "0 minutes"
+
+
+def extension_text(student: str, assignment: str, due: datetime.datetime | None, extra: datetime.timedelta) -> str:
+    """The line `extension` prints: the student's new deadline (or that none is set yet)."""
+    if not extra:
+        when = f": due {_when(due)} like everyone" if due else ""
+        return f"{student}: no extension for {assignment}{when}"
+    if due is None:
+        return (f"{student}: {assignment} gets {_span(extra)} past the due date, which is not set yet "
+                f"(nbgrader db assignment add {assignment} --duedate=...)")
+    return f"{student}: {assignment} now due {_when(due + extra)} ({_span(extra)} after the due date, {_when(due)})"
 
 
 def grading_config_path(given: str | None) -> str | None:
@@ -116,6 +152,8 @@ def grade_command(args: argparse.Namespace) -> int:
         from .grading import sandbox
 
         print(sandbox.MODE.describe())
+    for path in options.written:
+        print(f"wrote {path}")
     return 0
 
 
@@ -131,12 +169,82 @@ def check_file(path: str, config_path: str | None = None) -> list[CheckResult]:
     tolerance, limits = Tolerance(config=config), Limits(config=config)
     loaded = load(path, limits.cell_timeout)
     results = run_checks(select_checks(loaded.namespace), loaded.namespace, tolerance=tolerance, limits=limits)
-    if loaded.problems:
-        note = "; ".join(loaded.problems[:3])
+    _note_problems(results, loaded.problems)
+    return results
+
+
+def _note_problems(results: list[CheckResult], problems: list[str]) -> None:
+    if problems:
+        note = "; ".join(problems[:3])
         for r in results:
             if r.status == NOT_IMPLEMENTED:
                 r.message += f" (while loading: {note})"
-    return results
+
+
+@dataclass
+class CellResults:
+    """One check cell of a notebook, run where it stands: its results and its points as nbgrader scores them."""
+
+    cell: CheckCell
+    results: list[CheckResult]
+    max_points: float
+    hidden: list[bool]  # per result: from a `check(..., hidden=True)` call (the instructor's solutions have them)
+
+    @property
+    def points(self) -> float:
+        """The cell's points only when every check in it passes, as nbgrader scores a grade cell."""
+        return self.max_points if self.results and all(r.passed for r in self.results) else 0.0
+
+
+def check_notebook(path: str, config_path: str | None = None) -> list[CellResults] | None:
+    """Run a notebook's check cells, each where it stands (as its check cells do); None when it has none.
+
+    Every `check(...)` call is judged on a copy of the namespace as it stands at its cell, so what later cells do
+    (a demo that calls backward() a second time) never reaches an earlier check, and no check's run reaches the
+    cells after it. A call whose checks fail ends its cell, as CheckFailed does under nbgrader.
+    """
+    config = load_config(config_path)
+    tolerance, limits = Tolerance(config=config), Limits(config=config)
+    cells: list[CellResults] = []
+    shown = notebook.Shown()
+
+    def at_check(cell: CheckCell, loaded: Loaded) -> None:
+        ns = loaded.namespace
+        results: list[CheckResult] = []
+        hidden_of: list[bool] = []
+        for names, hidden in cell.calls:
+            known = [n for n in names if n in checks.BY_NAME]
+            got = run_checks([checks.get(n) for n in known], dict(ns), hidden=hidden, tolerance=tolerance, limits=limits)
+            results += [shown.note(r) for r in got]
+            hidden_of += [hidden] * len(got)
+            if not all(r.passed for r in got):
+                break
+        most = cell.points if cell.points is not None else sum(r.max_points for r, h in zip(results, hidden_of) if not h)
+        # what broke above this cell (a stub that still raises says so in its own message already)
+        _note_problems(results, [p for p in loaded.problems if not p.endswith(NOT_DONE)])
+        cells.append(CellResults(cell, results, most, hidden_of))
+
+    load(path, limits.cell_timeout, at_check=at_check)
+    return cells or None
+
+
+def notebook_text(cells: list[CellResults]) -> str:
+    """Each check cell's results in order, then the points as nbgrader scores the grade cells."""
+    lines = [ln for c in cells for r, hidden in zip(c.results, c.hidden)
+             for ln in ([f"{report.PASS} {r.name} (hidden inputs)"] if hidden and r.passed else report.result_lines(r))]
+    score, total = sum(c.points for c in cells), sum(c.max_points for c in cells)
+    lines.append(f"score: {score:g} / {total:g}")  # a check cell's points only when every check in it passes
+    return "\n".join(lines)
+
+
+def notebook_json(cells: list[CellResults]) -> str:
+    """{"score", "max_score", "checks": [...], "cells": [...]}: the checks as for a file, plus the cells' points."""
+    results = [r for c in cells for r in c.results]
+    return json.dumps({"score": sum(c.points for c in cells), "max_score": sum(c.max_points for c in cells),
+                       "checks": [r.to_dict() for r in results],
+                       "cells": [{"cell": c.cell.label, "grade_id": c.cell.grade_id, "points": c.points,
+                                  "max_points": c.max_points, "checks": [r.name for r in c.results]} for c in cells]},
+                      indent=2, ensure_ascii=False)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -146,6 +254,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command is None:
             raise UsageError("a command is required: check PATH [--json] | grade ASSIGNMENT [...] | extension ... (see --help)")
         if args.command == "check":
+            cells = None if args.all or not args.path.endswith(".ipynb") else check_notebook(args.path, args.config)
+            if cells is not None:
+                print(notebook_json(cells) if args.json else notebook_text(cells))
+                return 0 if all(r.passed for c in cells for r in c.results) else 1
             results = check_file(args.path, args.config)
             print(report.as_json(results) if args.json else report.human(results))
             return 0 if all(r.passed for r in results) else 1

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ from typing import Any
 from .probes.safe import captured_output, describe, time_limit
 
 SKIP_TAGS = frozenset({"demo", "plot", "test", "skip-import"})
+NOT_DONE = "raises NotImplementedError (not done yet)"  # a stub cell's problem while loading
 
 
 class UnreadableFile(Exception):
@@ -38,6 +40,30 @@ def calls_check(source: str) -> bool:
     )
 
 
+@dataclass(frozen=True)
+class CheckCell:
+    """A notebook's check cell: its `check(...)` calls in order (names, hidden) and its nbgrader points."""
+
+    label: str
+    grade_id: str | None
+    points: float | None
+    calls: tuple[tuple[tuple[str, ...], bool], ...]
+
+
+def check_calls(source: str) -> list[tuple[tuple[str, ...], bool]]:
+    """The `check("name", ..., hidden=True)` calls of a cell, in order: their check names and whether hidden."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    calls = [node for node in ast.walk(tree)
+             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "check"]
+    calls.sort(key=lambda c: (c.lineno, c.col_offset))
+    return [(tuple(a.value for a in c.args if isinstance(a, ast.Constant) and isinstance(a.value, str)),
+             any(k.arg == "hidden" and isinstance(k.value, ast.Constant) and k.value.value is True for k in c.keywords))
+            for c in calls]
+
+
 def strip_magics(source: str) -> str:
     """Drop IPython magics and shell escapes, which plain Python cannot run."""
     return "\n".join(ln for ln in source.splitlines() if not ln.lstrip().startswith(("%", "!")))
@@ -58,6 +84,11 @@ def is_definition_cell(cell: Any) -> bool:
 
 def definition_sources(path: Path) -> list[tuple[str, str]]:
     """(label, code) for each part of the file to execute, in order."""
+    return [part for part in parts(path) if not isinstance(part, CheckCell)]
+
+
+def parts(path: Path) -> list[tuple[str, str] | CheckCell]:
+    """Each part of the file in order: (label, code) to execute, or a notebook's check cell."""
     try:
         text = path.read_bytes().decode("utf-8")
     except FileNotFoundError:
@@ -81,28 +112,47 @@ def definition_sources(path: Path) -> list[tuple[str, str]]:
     cells = nb.get("cells")
     if not isinstance(cells, list):
         raise UnreadableFile(f"{path}: not a notebook (no cells)")
-    return [
-        (f"cell {i + 1}", strip_magics(cell.get("source", "")))
-        for i, cell in enumerate(cells)
-        if isinstance(cell, dict) and is_definition_cell(cell)
-    ]
+    found: list[tuple[str, str] | CheckCell] = []
+    for i, cell in enumerate(cells):
+        if not isinstance(cell, dict):
+            continue
+        source = cell.get("source", "")
+        if is_definition_cell(cell):
+            found.append((f"cell {i + 1}", strip_magics(source)))
+        elif cell.get("cell_type") == "code" and calls_check(source):
+            meta = cell.get("metadata", {}).get("nbgrader", {})
+            points = meta.get("points") if meta.get("grade") else None
+            found.append(CheckCell(f"cell {i + 1}", meta.get("grade_id"),
+                                   float(points) if isinstance(points, (int, float)) else None,
+                                   tuple(check_calls(source))))
+    return found
 
 
-def load(path: str | os.PathLike[str], cell_timeout: float = 60.0) -> Loaded:
-    """Execute the definitions of PATH in a fresh namespace; a failing part is recorded, not fatal."""
+def load(path: str | os.PathLike[str], cell_timeout: float = 60.0,
+         at_check: Callable[[CheckCell, Loaded], None] | None = None) -> Loaded:
+    """Execute the definitions of PATH in a fresh namespace; a failing part is recorded, not fatal.
+
+    `at_check` is called at each check cell of a notebook with what is loaded so far (namespace and problems).
+    """
     p = Path(path)
     loaded = Loaded({"__name__": "__learner__", "__file__": str(p)})
     old_limit = sys.getrecursionlimit()
     try:
-        _execute(p, definition_sources(p), loaded, cell_timeout)
+        _execute(p, parts(p), loaded, cell_timeout, at_check)
     finally:
         sys.setrecursionlimit(old_limit)  # a learner cell may have changed it
     return loaded
 
 
-def _execute(p: Path, sources: list[tuple[str, str]], loaded: Loaded, cell_timeout: float) -> None:
+def _execute(p: Path, sources: list[tuple[str, str] | CheckCell], loaded: Loaded, cell_timeout: float,
+             at_check: Callable[[CheckCell, Loaded], None] | None = None) -> None:
     """Run each part in the shared namespace, recording failures instead of raising."""
-    for label, code in sources:
+    for part in sources:
+        if isinstance(part, CheckCell):
+            if at_check is not None:
+                at_check(part, loaded)
+            continue
+        label, code = part
         try:
             compiled = compile(code, str(p) if label == str(p) else f"{p} ({label})", "exec")
         except SyntaxError as exc:
@@ -112,7 +162,7 @@ def _execute(p: Path, sources: list[tuple[str, str]], loaded: Loaded, cell_timeo
             with captured_output(), time_limit(cell_timeout):
                 exec(compiled, loaded.namespace)
         except NotImplementedError:
-            loaded.problems.append(f"{label}: raises NotImplementedError (not done yet)")
+            loaded.problems.append(f"{label}: {NOT_DONE}")
         except KeyboardInterrupt:
             raise
         except BaseException as exc:  # SystemExit, GeneratorExit, ...: a broken cell, not a broken grader

@@ -9,7 +9,7 @@ exercise (`raise NotImplementedError()`) say so in one line instead of stopping 
 from __future__ import annotations
 
 import ast
-import re
+import dataclasses
 import sys
 import textwrap
 import traceback
@@ -19,9 +19,9 @@ from typing import Any
 
 from . import checks
 from .aids.env import grading, in_kernel
-from .checks import CheckResult, run_checks
-from .checks.messages import METHOD_OF, method_prefix
-from .report import FAIL, PASS, result_lines
+from .checks import NOT_IMPLEMENTED, CheckResult, run_checks
+from .checks.messages import METHOD_OF, SAME_CULPRIT
+from .report import FAIL, PASS, diagnosis, result_lines
 
 
 class CheckFailed(AssertionError):
@@ -53,6 +53,8 @@ def check(*names: str, hidden: bool = False, ns: Mapping[str, Any] | None = None
     results = run_checks([checks.get(n) for n in names], ns, hidden=hidden)
     if not hidden:
         record(ns, results)
+    shown = shown_in(ns)
+    results = [shown.note(r) for r in results]
     show(verdict_text(results, hidden), verdict_html(results, hidden))
     if not all(r.passed for r in results) and not learners_kernel():
         raise CheckFailed(results)
@@ -97,25 +99,68 @@ def show(text: str, html: str) -> None:
 # nbgrader's `validate` prints each line of an error indented by Validator.indent (4 spaces) and cuts it at
 # Validator.width - 3 (87) characters, adding "...": lines of at most 83 characters are shown whole.
 VALIDATE_COLUMNS = 83
-_HEAD = re.compile(r"([A-Za-z_][\w.]*): ")  # "Value.__mul__: ..." or "a.grad: ...": what the numbers are about
 
 
 def one_line(result: CheckResult) -> str:
     """The check's name, then the method and the misconception's sentence, then the numbers that showed it.
 
-    Without a hint: the name and the first line of the diagnosis.
+    Without a sentence: the name and the diagnosis's lead.
     """
-    first, *rest = result.message.splitlines() or [""]
-    hint = next((ln.strip()[len("hint:"):].strip() for ln in rest if ln.strip().startswith("hint:")), "")
-    if not hint:
-        return f"{result.name}: {first}"
-    head = _HEAD.match(first)
-    method = head.group(1) if head else result.culprit or method_prefix(result.misconception).removesuffix(": ")
-    if method == METHOD_OF["common"]:
-        method = ""
-    numbers = first.removeprefix(f"{method}: ") if method else first
-    lead = f"{method}: " if method and method != result.name else ""
-    return f"{result.name}: {lead}{hint.rstrip('.')}. Seen: {numbers}"
+    d = diagnosis(result)
+    if not d.sentence:
+        return f"{result.name}: {d.lead}"
+    seen = f". Seen: {' '.join(d.evidence)}" if d.evidence else ""
+    return f"{result.name}: {d.lead.rstrip('.')}{seen}"
+
+
+class Shown:
+    """The diagnoses shown in full so far in one notebook: a later failure with the same cause says so in a line.
+
+    A cause is the method a failure is pinned on and its misconception; the check that showed it in full shows it
+    in full again when it runs again, and forgets it once it passes.
+    """
+
+    def __init__(self, first: dict[str, str] | None = None) -> None:
+        self.first = first if first is not None else {}  # cause -> the check that showed it in full
+
+    @staticmethod
+    def cause(result: CheckResult) -> str | None:
+        """The key of a failure's cause, or None when it has no method of its own to share."""
+        if result.passed or result.status == NOT_IMPLEMENTED or not result.misconception:
+            return None
+        method = result.culprit or (result.targets[0] if len(result.targets) == 1 else "")
+        method = method or METHOD_OF.get(result.misconception.split(".")[0], "")
+        if not method or method == METHOD_OF["common"]:
+            return None
+        return f"{method}|{result.misconception}"
+
+    def note(self, result: CheckResult) -> CheckResult:
+        """The result as this notebook shows it: in full the first time its cause appears, else in one line."""
+        if result.passed:
+            for key in [k for k, name in self.first.items() if name == result.name]:
+                del self.first[key]
+            return result
+        key = self.cause(result)
+        if key is None or diagnosis(result).same_cause:
+            return result
+        if self.first.setdefault(key, result.name) == result.name:
+            return result
+        method = key.split("|")[0]
+        return dataclasses.replace(result, message=SAME_CULPRIT.format(method=method), repro="")
+
+
+# Where a notebook's kernel keeps which diagnoses it has shown in full (see Shown).
+SHOWN = "__autograder_shown__"
+
+
+def shown_in(ns: Mapping[str, Any]) -> Shown:
+    """The namespace's record of diagnoses shown in full (a fresh one where the namespace cannot keep it)."""
+    book = ns.get(SHOWN)
+    if not isinstance(book, dict):
+        book = {}
+        if isinstance(ns, MutableMapping):
+            ns[SHOWN] = book
+    return Shown(book)
 
 
 def validate_lines(text: str) -> list[str]:
@@ -137,9 +182,10 @@ BLOCK = "font-family:var(--jp-code-font-family,monospace);font-size:var(--jp-cod
 
 
 def result_html(result: CheckResult, hidden: bool = False, brief: bool = False) -> str:
-    """One check as HTML: a green ✓ line, or a red ✗ line, the hint emphasised and the reproduce block collapsed.
+    """One check as HTML: a green ✓ line, or a red ✗ line with the lead, then the evidence, then the folded
+    reproduce block (a real disclosure: its triangle shows in JupyterLab and in nbgrader's feedback alike).
 
-    `brief` keeps only the first line (the summary's form).
+    `brief` keeps only the ✗ line with its lead (the summary's form).
     """
     if result.passed:
         # "✓ name" stays one run of text, so the HTML holds the same words as the text line
@@ -148,26 +194,19 @@ def result_html(result: CheckResult, hidden: bool = False, brief: bool = False) 
                     f"{PASS} {escape(result.name)} (hidden inputs)</span></div>")
         return (f'<div style="{BLOCK}"><span style="color:{GREEN};font-weight:bold">{PASS} {escape(result.name)}</span>: '
                 f"{escape(result.message)}</div>")
-    first, *rest = result.message.splitlines() or [""]
+    d = diagnosis(result)
     parts = [f'<div style="{BLOCK}"><span style="color:{RED};font-weight:bold">{FAIL} {escape(result.name)}</span>: '
-             f'<span style="color:{RED}">{escape(first)}</span></div>']
+             f'<span class="autograder-lead" style="color:{RED}">{escape(d.lead)}</span></div>']
     if brief:
         return parts[0]
-    details: list[str] = []
-    in_repro = False
-    for line in rest:
-        text = line.strip()
-        if text == "reproduce:":
-            in_repro = True
-        elif in_repro:
-            details.append(line)
-        elif text.startswith("hint:"):
-            parts.append(f'<div style="{BLOCK}margin-left:2em"><em><b>hint:</b>{escape(text[5:])}</em></div>')
-        else:
-            parts.append(f'<div style="{BLOCK}margin-left:2em">{escape(text)}</div>')
-    if details:
-        parts.append(f'<details style="margin-left:2em"><summary>reproduce</summary>'
-                     f'<pre style="{BLOCK}">{escape(textwrap.dedent(chr(10).join(details)))}</pre></details>')
+    if d.evidence:
+        label = '<span style="font-weight:bold">seen:</span> ' if d.sentence else ""
+        parts.append(f'<div class="autograder-evidence" style="{BLOCK}margin-left:2em">{label}'
+                     f'{escape(chr(10).join(d.evidence))}</div>')
+    if d.repro:
+        parts.append(f'<details class="autograder-reproduce" style="margin-left:2em">'
+                     f'<summary style="display:list-item;cursor:pointer">reproduce</summary>'
+                     f'<pre style="{BLOCK}">{escape(chr(10).join(d.repro))}</pre></details>')
     return "".join(parts)
 
 

@@ -12,6 +12,7 @@ import contextlib
 import io
 import linecache
 import os
+import re
 import sys
 import time
 from dataclasses import dataclass, field
@@ -383,6 +384,43 @@ def check_calls(source: str) -> list[tuple[tuple[str, ...], bool]]:
             hidden = any(k.arg == "hidden" and getattr(k.value, "value", False) for k in node.keywords)
             calls.append((names, hidden))
     return calls
+
+
+def visible_check_names() -> set[str]:
+    """Every check a learner meets by name: those the workbook's check cells call."""
+    return {n for path in SOURCE.glob("*.ipynb") for cell in nbformat.read(path, as_version=4).cells
+            if cell.cell_type == "code" for names, _ in check_calls(
+                "\n".join(ln for ln in cell.source.splitlines() if ln.strip() not in MARKERS)) for n in names}
+
+
+def _sentence_patterns() -> list[re.Pattern[str]]:
+    from autograder.checks.messages import MISCONCEPTIONS
+
+    return [re.compile(re.escape(s).replace(re.escape("{name}"), r"\S+")) for s in MISCONCEPTIONS.values()]
+
+
+def summary_problems(summary: str) -> list[str]:
+    """What is wrong with a summary's text: a ✗ row with no sentence, text left dangling, a probe's internal name.
+
+    A failing row carries its misconception's sentence, says the check is not done yet, or points to the same
+    cause above; no row ends in a colon (a lead cut from what it introduced); no name the learner never meets.
+    """
+    from autograder.checks import BY_NAME
+
+    internal = set(BY_NAME) - visible_check_names()
+    patterns = _sentence_patterns()
+    problems = []
+    for line in summary.splitlines():
+        text = line.strip()
+        if "✗ " not in text:
+            continue
+        if text.endswith(":") or "hint:" in text or "tested alone" in text or "found by testing" in text:
+            problems.append(f"dangling or raw: {text}")
+        if any(re.search(rf"\b{re.escape(n)}\b", text) for n in internal):
+            problems.append(f"names an internal check: {text}")
+        if not ("not implemented yet" in text or "same cause as above" in text or any(p.search(text) for p in patterns)):
+            problems.append(f"no sentence: {text}")
+    return problems
 
 
 @dataclass

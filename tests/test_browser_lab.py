@@ -128,15 +128,9 @@ def chromium() -> Path:
 @pytest.fixture(scope="module")
 def lab(chromium: Path, exercise: Exercise, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     """`jupyter lab` from this environment on 127.0.0.1, a free port, a token, and throw-away Jupyter dirs."""
+    # Throw-away Jupyter folders (empty: no settings of the test's own), and the learner's Lab configuration,
+    # exactly as `./workbook lab` adds it: the test sees what a learner sees.
     home = tmp_path_factory.mktemp("jupyter-home")
-    settings = home / "lab-settings" / "@jupyterlab" / "apputils-extension"
-    settings.mkdir(parents=True)
-    # No news pop-up over the screenshots, and no request to the internet.
-    (settings / "notification.jupyterlab-settings").write_text('{"fetchNews": "false", "checkForUpdates": false}')
-    # Every cell in the page (no windowing), so that the test can reach any cell by its index.
-    tracker = home / "lab-settings" / "@jupyterlab" / "notebook-extension"
-    tracker.mkdir(parents=True)
-    (tracker / "tracker.jupyterlab-settings").write_text('{"windowingMode": "none"}')
     env = {
         **os.environ,
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
@@ -265,11 +259,32 @@ def notebook(page, shots: Path, request: pytest.FixtureRequest, capsys: pytest.C
             print(f"\nbrowser test screenshots: {shots}")
 
 
+NEWS_PROMPT = "official Jupyter news"  # JupyterLab's "Would you like to get notified about official Jupyter news?"
+
+
+def test_the_learners_lab_asks_nothing_about_jupyter_news(lab: Lab, exercise: Exercise, notebook: Notebook):
+    import json
+    import urllib.request
+
+    from playwright.sync_api import expect
+
+    notebook.open(lab, exercise.notebook)
+    url = f"{lab.url}/lab/api/settings/@jupyterlab/apputils-extension:notification?token={lab.token}"
+    with urllib.request.urlopen(url, timeout=30) as r:
+        doc = json.load(r)  # the learner's configuration sets the defaults; the user settings are left empty
+    effective = {k: doc["settings"].get(k, p.get("default")) for k, p in doc["schema"]["properties"].items()}
+    assert effective["fetchNews"] == "false" and effective["checkForUpdates"] is False, effective
+    notebook.page.wait_for_timeout(3000)  # the prompt is a toast JupyterLab raises shortly after start-up
+    expect(notebook.page.get_by_text(NEWS_PROMPT)).to_have_count(0)
+    notebook.shot("00-learners-lab-on-open")
+
+
 def test_half_done_run_all_reaches_the_summary_in_a_learners_lab(lab: Lab, exercise: Exercise, notebook: Notebook):
     from playwright.sync_api import expect
 
     notebook.open(lab, exercise.notebook)
     expect(notebook.page.get_by_role("button", name="Validate")).to_be_visible()
+    expect(notebook.page.get_by_text(NEWS_PROMPT)).to_have_count(0)
     # nbgrader's instructor tools and exchange-bound lists are not in a learner's Lab
     expect(notebook.page.locator(".lm-MenuBar-itemLabel", has_text="Nbgrader")).to_have_count(0)
     expect(notebook.page.locator("#create_assignment_widget, .nbgrader-CreateAssignmentWidget")).to_have_count(0)
@@ -309,8 +324,13 @@ def test_learner_fills_stub_sees_check_and_mistake_then_validates(lab: Lab, exer
     expect(out).to_contain_text("accumulate `grad += ...`")  # the diagnosis names the misconception
     expect(out).not_to_contain_text("Traceback")
     expect(out.locator(".autograder-check span").first).to_have_css("color", "rgb(207, 34, 46)")  # a red ✗
-    expect(out.locator("em")).to_contain_text("accumulate `grad += ...`")  # the hint, emphasised
+    # one order: the method and the misconception's sentence on the red ✗ line, the numbers, then the folded repro
+    expect(out.locator(".autograder-lead").first).to_contain_text("accumulate `grad += ...`")
+    expect(out.locator(".autograder-lead").first).to_contain_text("Value.__add__")
+    assert out.inner_text().index("grad += ...") < out.inner_text().index("seen:") < out.inner_text().index("reproduce")
+    expect(out).not_to_contain_text("tested alone")
     expect(out.locator("details")).not_to_have_attribute("open", "")  # the reproduce block starts folded
+    expect(out.locator("details summary")).to_have_css("display", "list-item")  # with its disclosure triangle
     notebook.shot("2-mistake-diagnosed", show=out)
 
     dialog = notebook.validate()  # the saved notebook still holds the mistake: validation must fail

@@ -26,6 +26,8 @@ class Row:
     max_score: float
     status: str = "graded"
     misconceptions: list[str] = field(default_factory=list)
+    late: str = ""
+    attempted: bool = True
 
 
 ROWS = [
@@ -64,10 +66,47 @@ def bars(svg: str) -> dict[str, tuple[int, float]]:
     return {score: (int(n), float(h)) for score, n, h in found}
 
 
+def centres(svg: str, kind: str = "bar") -> dict[str, float]:
+    """score -> the x of the middle of its bar (kind "bar") or of its axis tick (kind "tick")."""
+    if kind == "tick":
+        return {s: float(x) for s, x in re.findall(r"class='tick' data-score='([^']+)' x1='([\d.]+)'", svg)}
+    found = re.findall(r"class='bar' data-score='([^']+)'[^>]* x='([\d.]+)'[^>]* width='([\d.]+)'", svg)
+    return {s: float(x) + float(w) / 2 for s, x, w in found}
+
+
 def test_histogram_bars_count_students_per_score_with_heights_in_proportion():
     drawn = bars(class_report.histogram_svg([6, 2, 7, 7, 7.0, 0], 8, "03_backward"))
-    assert {k: n for k, (n, _) in drawn.items()} == {"0": 1, "2": 1, "6": 1, "7": 3, "8": 0}
-    assert drawn["8"][1] == 0 and abs(drawn["7"][1] - 3 * drawn["6"][1]) < 0.2 and drawn["6"][1] > 0
+    assert {k: n for k, (n, _) in drawn.items()} == {"0": 1, "2": 1, "6": 1, "7": 3}
+    assert abs(drawn["7"][1] - 3 * drawn["6"][1]) < 0.2 and drawn["6"][1] > 0
+
+
+def test_histogram_places_scores_on_a_numeric_axis_from_0_to_the_notebooks_points():
+    svg = class_report.histogram_svg([0, 1, 8, 8], 8, "03_backward")
+    x = centres(svg)
+    assert set(x) == {"0", "1", "8"}
+    assert abs((x["8"] - x["1"]) - 7 * (x["1"] - x["0"])) < 0.5  # 0, 1 and 8 spaced as numbers are
+    ticks = centres(svg, "tick")
+    assert set(ticks) == {str(t) for t in range(9)}  # every point from 0 to the notebook's 8, none left out
+    assert abs(ticks["8"] - x["8"]) < 0.5 and abs(ticks["0"] - x["0"]) < 0.5
+    wide = centres(class_report.histogram_svg([3], 40, "big"), "tick")
+    assert "0" in wide and "40" in wide and len(wide) <= 12  # a long axis keeps a readable number of ticks
+
+
+def test_not_attempted_is_marked_in_the_histogram_caption_and_table():
+    rows = [*ROWS, Row("dee", "03_backward", 0, 8, attempted=False), Row("dee", "04_bricks", 0, 11, attempted=False)]
+    page = class_report.render_html("workbook", rows)
+    assert "class='not-attempted' data-students='1'" in page and "not attempted (every solution cell as released)" in page
+    assert "03_backward: mean 3.75 of 8; 1 not attempted" in page
+    table = page[page.index("<table id='students'>"):]
+    dee = table[table.index("<td>dee</td>"):].split("</tr>")[0]
+    assert dee.count("not attempted") == 2
+
+
+def test_lateness_is_shown_per_student_whatever_the_penalty():
+    rows = [Row("ada", "03_backward", 6, 8, late="2 d 30 min"), Row("bob", "03_backward", 8, 8)]
+    table = class_report.render_html("workbook", rows).split("<table id='students'>")[1]
+    assert "<td>ada</td><td class=''>6 / 8</td><td>6 / 8</td><td class='late'>late by 2 d 30 min</td>" in table
+    assert "<td>bob</td><td class=''>8 / 8</td><td>8 / 8</td><td class='late'>on time</td>" in table
 
 
 @pytest.mark.browser

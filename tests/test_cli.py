@@ -1,13 +1,17 @@
 """`python -m autograder check PATH [--json]`: exit codes, the JSON schema, and one-line errors."""
 
 import json
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import nbformat
 import pytest
 from conftest import ENGINES, ROOT
 from mistakes import BY_NAME
+
+from autograder.loader import check_calls
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
@@ -34,8 +38,12 @@ def test_buggy_engine_exits_1_and_names_the_failure(tmp_path):
     path.write_text(BY_NAME["tanh_uses_input"].source())
     p = run("check", str(path))
     assert p.returncode == 1 and p.stderr == ""
-    assert "✗ tanh_backward: Value.tanh: out = a.tanh() with a = Value(" in p.stdout
-    assert "1 - t**2 with t = tanh(x), the OUTPUT" in p.stdout
+    lines = p.stdout.splitlines()
+    at = lines.index(next(ln for ln in lines if ln.startswith("✗ tanh_backward: ")))
+    # the method and the misconception's sentence first, then the numbers, then the reproduce lines
+    assert lines[at].startswith("✗ tanh_backward: Value.tanh: ") and "1 - t**2 with t = tanh(x), the OUTPUT" in lines[at]
+    assert lines[at + 1].startswith("    seen: out = a.tanh() with a = Value(") and lines[at + 2] == "    reproduce:"
+    assert "tanh_local" not in p.stdout and "hint:" not in p.stdout  # no probe's internal name, no raw label
 
 
 def test_json_output_matches_the_schema(tmp_path):
@@ -144,10 +152,13 @@ def test_notebook_path_imports_only_definition_cells(tmp_path):
     ]
     path = tmp_path / "workbook.ipynb"
     nbformat.write(nb, path)
-    p = run("check", str(path), "--json")
+    p = run("check", str(path), "--json", "--all")  # the whole catalogue on the notebook's definitions
     assert p.returncode == 0, p.stdout
     doc = json.loads(p.stdout)
     assert doc["score"] == doc["max_score"] >= 24
+    own = json.loads(run("check", str(path), "--json").stdout)  # the notebook's own check cell, where it stands
+    assert [c["name"] for c in own["checks"]] == ["add_backward"] and own["score"] == own["max_score"] == 1
+    assert own["cells"] == [{"cell": "cell 3", "grade_id": None, "points": 1, "max_points": 1, "checks": ["add_backward"]}]
 
 
 def test_a_gradebook_error_never_shows_the_database_password() -> None:
@@ -156,3 +167,72 @@ def test_a_gradebook_error_never_shows_the_database_password() -> None:
     with pytest.raises(GradingError) as caught:
         load_assignment("postgresql+psycopg://grader:S3cretPW@127.0.0.1:1/course", "workbook")
     assert "S3cretPW" not in str(caught.value) and "grader:***@127.0.0.1:1" in str(caught.value)
+
+
+# ---------------------------------------------------------------- a notebook: its own check cells, where they stand
+
+def solved(name: str, folder: Path) -> Path:
+    """The learner notebook `name` with every stub filled in from the instructor's solutions, in `folder`."""
+    learner = nbformat.read(ROOT / "notebooks" / "workbook" / name, as_version=4)
+    source = nbformat.read(ROOT / "solutions" / "workbook" / name, as_version=4)
+    answers = {c.metadata["nbgrader"]["grade_id"]: c.source for c in source.cells
+               if c.metadata.get("nbgrader", {}).get("solution")}
+    for cell in learner.cells:
+        gid = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if gid in answers:
+            cell.source = "\n".join(ln for ln in answers[gid].splitlines() if "### " not in ln)
+    path = folder / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(learner, path)
+    return path
+
+
+def readme_check_example() -> tuple[list[str], str]:
+    """The README's `check` example on notebook 03 (its words) and the output the README says it prints."""
+    readme = (ROOT / "README.md").read_text()
+    command = next(ln for ln in readme.splitlines() if ln.startswith(".venv/bin/python -m autograder check notebooks/"))
+    said = re.search(r"prints a ✓ line per check of its check cells and\s+`(score: [^`]+)`", readme)
+    assert said, "the README no longer says what the check example prints"
+    return command.split()[1:], " ".join(said.group(1).split())
+
+
+def test_the_readmes_check_example_on_the_solved_notebook_prints_what_the_readme_says(tmp_path):
+    args, last = readme_check_example()
+    path = solved("03_backward.ipynb", tmp_path / "notebooks" / "workbook")
+    assert args[-1] == "notebooks/workbook/03_backward.ipynb"
+    p = subprocess.run([sys.executable, *args], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert p.returncode == 0 and p.stderr == "", p.stdout + p.stderr
+    lines = p.stdout.splitlines()
+    assert all(ln.startswith("✓ ") for ln in lines[:-1]) and lines[-1] == last, p.stdout
+    called = [n for cell in nbformat.read(path, as_version=4).cells if cell.cell_type == "code"
+              for names, _ in check_calls(cell.source) for n in names]
+    assert [ln.split(":")[0][2:] for ln in lines[:-1]] == called  # exactly the notebook's checks, in its order
+
+
+def test_check_on_a_notebook_judges_each_check_where_its_cell_stands(tmp_path):
+    path = solved("02_values.ipynb", tmp_path)
+    nb = nbformat.read(path, as_version=4)
+    # a demo after the hand-filled grads' check changes them (as 03's second backward() demo changed f.grad)
+    nb.cells.append(nbformat.v4.new_code_cell("L.backward = None\nf.grad = 8.0\na.grad = -99.0"))
+    nbformat.write(nb, path)
+    p = run("check", str(path))
+    assert p.returncode == 0, p.stdout
+    assert "✓ manual_backprop" in p.stdout and "✗" not in p.stdout
+    everything = run("check", str(path), "--all")  # the catalogue on the final namespace sees the demo's state
+    assert everything.returncode == 1 and "✗ manual_backprop" in everything.stdout
+
+
+def test_check_on_a_notebook_shows_each_diagnosis_in_full_once(tmp_path):
+    path = solved("03_backward.ipynb", tmp_path)
+    nb = nbformat.read(path, as_version=4)
+    stub = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "ex_03_add")
+    stub.source = stub.source.replace("self.grad += out.grad", "self.grad = out.grad")
+    nbformat.write(nb, path)
+    p = run("check", str(path))
+    assert p.returncode == 1
+    assert p.stdout.count("reproduce:") == 1 and p.stdout.count("    seen: ") == 1  # in full once, at its own exercise
+    full = next(ln for ln in p.stdout.splitlines() if ln.startswith("✗ add_local_backward: "))
+    assert full.startswith("✗ add_local_backward: Value.__add__: ") and "grad += ..." in full
+    later = [ln for ln in p.stdout.splitlines() if ln.startswith("✗ ") and ln != full]
+    assert later and all(ln.endswith(": needs `Value.__add__` to pass first: same cause as above") for ln in later)
+    assert "score: 1 / 8" in p.stdout

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import nbformat
 import pytest
-from notebook_corpus import ALTERNATIVES, DIAGNOSED, MISTAKES, SOURCE, grade_id, notebook, run
+from notebook_corpus import ALTERNATIVES, DIAGNOSED, MISTAKES, SOURCE, grade_id, notebook, run, summary_problems
 
 from autograder.checks import ERROR, FAILED
 from autograder.checks.messages import hint, recovered_line
@@ -51,6 +51,7 @@ def test_mistake_fails_first_under_its_exercise_naming_method_and_misconception(
     sentence = recovered_line(diagnosed[0].recovered).strip() if diagnosed[0].recovered else hint(variant.misconception, "a")
     assert variant.method in message and sentence in message, message
     assert "done" not in ran.summary, ran.summary
+    assert summary_problems(ran.summary) == []  # every failing row carries its sentence; nothing left dangling
     # every failed check (not a stub) carries an id and its sentence, however far down the notebook
     for gid, visible, hidden in ran.grades:
         for r in visible + hidden:

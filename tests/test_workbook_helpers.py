@@ -45,11 +45,26 @@ def test_moons_are_not_linearly_separable_along_either_axis():
         assert max(neg) > min(pos) and max(pos) > min(neg)  # the two moons overlap on each axis
 
 
-def test_demo_size_is_short_under_nbgrader(monkeypatch):
+def test_demo_size_is_short_under_nbgrader_and_the_cell_says_so_once(monkeypatch, capsys):
     monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
-    assert demo_size(80, 3) == 80
+    assert demo_size(80, 3) == 80 and capsys.readouterr().out == ""
     monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
     assert demo_size(80, 3) == 3
+    assert capsys.readouterr().out.startswith("(grading-size run: 3 here, 80 in your own run;")
+
+
+def test_a_grading_size_demo_is_labelled_once_per_cell(monkeypatch):
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.utils.capture import capture_output
+
+    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
+    shell = InteractiveShell.instance()
+    shell.user_ns["demo_size"] = demo_size
+    with capture_output() as one:
+        shell.run_cell("for _ in range(2): demo_size(100, 1)\ndemo_size(60, 8)", store_history=True)
+    with capture_output() as two:
+        shell.run_cell("demo_size(80, 1)", store_history=True)
+    assert one.stdout.count("grading-size run") == 1 and two.stdout.count("grading-size run: 1 here, 80 in") == 1
 
 
 def test_progress_outside_jupyter_writes_to_stdout_not_stderr(capsys):
@@ -157,7 +172,7 @@ def test_check_in_a_learners_kernel_shows_the_diagnosis_and_returns(ref, monkeyp
         check("numerical_derivative", ns=vars(ref))
 
 
-def test_check_html_marks_pass_and_fail_emphasises_the_hint_and_folds_the_reproduce_block(ref):
+def test_check_html_marks_pass_and_fail_leads_with_the_sentence_and_folds_the_reproduce_block(ref):
     class Value(ref.Value):
         def __add__(self, other):
             other = other if isinstance(other, Value) else Value(other)
@@ -175,11 +190,19 @@ def test_check_html_marks_pass_and_fail_emphasises_the_hint_and_folds_the_reprod
     html = notebook.verdict_html([good, bad], hidden=False)
     assert f'color:{notebook.GREEN};font-weight:bold">✓ mul_forward</span>' in html
     assert f'color:{notebook.RED};font-weight:bold">✗ backward_accumulates</span>' in html
-    assert "<em><b>hint:</b>" in html and "accumulate `grad += ...`" in html
-    assert "<details" in html and "<summary>reproduce</summary>" in html and "\nprint(a.grad" in html
+    # one order: the method and the misconception's sentence on the ✗ line, then the numbers, then the folded repro
+    lead = html.index('class="autograder-lead"')
+    assert "`Value.__add__`" in html[lead:lead + 200] and "accumulate `grad += ...`" in html[lead:html.index("</div>", lead)]
+    assert lead < html.index('class="autograder-evidence"') < html.index("<details")
+    assert ('<summary style="display:list-item;cursor:pointer">reproduce</summary>' in html
+            and "\nprint(a.grad" in html)  # a disclosure whose triangle shows, whatever the page's CSS
     assert "white-space:pre-wrap" in html  # long lines wrap, in JupyterLab and in nbgrader's feedback HTML
+    assert "hint:" not in html and "tested alone" not in html and "add_local_backward" not in html  # no probe names
     text = notebook.verdict_text([good, bad], hidden=False)
-    assert text.startswith("✓ mul_forward") and "✗ backward_accumulates" in text and "reproduce:" in text
+    assert text.startswith("✓ mul_forward") and "reproduce:" in text
+    first = next(ln for ln in text.splitlines() if ln.startswith("✗ backward_accumulates"))
+    assert first.startswith("✗ backward_accumulates: needs `Value.__add__` to pass first: ") and "grad += ..." in first
+    assert text.index(first) < text.index("    seen: ") < text.index("    reproduce:")
     outputs = notebook.check_outputs([good, bad], hidden=False)
     assert outputs[0]["data"] == {"text/plain": text, "text/html": html}
     assert outputs[1]["ename"] == "CheckFailed" and "backward_accumulates" in outputs[1]["evalue"]
@@ -332,3 +355,72 @@ def test_untouched_hand_filled_grads_are_not_done_yet_and_a_forgotten_root_is_a_
     e.grad = c.grad = d.grad
     a.grad, b.grad = b.data * e.grad, a.data * e.grad
     assert outcome("manual_backprop", ns).passed
+
+
+def test_a_diagnosis_is_shown_in_full_once_per_notebook_and_later_cells_say_same_cause(ref, monkeypatch, capsys):
+    monkeypatch.setattr(notebook, "in_kernel", lambda: True)  # a learner's kernel: checks show and return
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+    ns = local_engine(ref, swapped=True)
+    check("mul_local_backward", ns=ns)  # the exercise's own check cell: in full
+    first = capsys.readouterr().out
+    assert "reproduce:" in first and "seen: " in first
+    check("backward_accumulates", ns=ns)  # a later check cell, the same cause
+    later = capsys.readouterr().out
+    assert later.strip() == "✗ backward_accumulates: needs `Value.__mul__` to pass first: same cause as above"
+    check("mul_local_backward", ns=ns)  # its own cell run again: in full again
+    assert "reproduce:" in capsys.readouterr().out
+    ns["Value"] = ref.Value  # fixed: the cause is forgotten once its check passes
+    check("mul_local_backward", ns=ns)
+    assert notebook.shown_in(ns).first == {}
+
+
+def test_unless_passing_names_the_failing_method_in_one_line_and_is_silent_otherwise(ref, monkeypatch, capsys):
+    from autograder.workbook import unless_passing
+
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+    unless_passing("mul_local_backward", "backward_accumulates", ns=local_engine(ref, swapped=True))
+    assert capsys.readouterr().out == "(this differs from the text because `Value.__mul__` does not pass its check yet)\n"
+    unless_passing("mul_local_backward", "backward_accumulates", ns={"Value": ref.Value})
+    assert capsys.readouterr().out == ""
+
+    class Stub(ref.Value):
+        def __mul__(self, other):
+            raise NotImplementedError()
+
+    unless_passing("mul_local_backward", ns={"Value": Stub})  # a stub: the cell's own "not done yet" line says it
+    assert capsys.readouterr().out == ""
+    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")  # demos are never graded
+    unless_passing("mul_local_backward", ns=local_engine(ref, swapped=True))
+    assert capsys.readouterr().out == ""
+
+
+def test_the_second_backward_demo_says_why_its_numbers_differ_when_add_fails(monkeypatch):
+    import contextlib
+    import io
+
+    import nbformat
+
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    source = Path(__file__).resolve().parent.parent / "solutions" / "workbook" / "03_backward.ipynb"
+
+    def demo_output(mistake: bool) -> str:
+        nb = nbformat.read(source, as_version=4)
+        ns: dict = {"__name__": "__main__"}
+        printed = ""
+        for cell in nb.cells:
+            if cell.cell_type != "code":
+                continue
+            src = cell.source
+            if mistake and cell.metadata.get("nbgrader", {}).get("grade_id") == "ex_03_add":
+                src = src.replace("self.grad += out.grad", "self.grad = out.grad")
+            buf = io.StringIO()
+            with contextlib.suppress(Exception), contextlib.redirect_stdout(buf):
+                exec(compile(src, "<cell>", "exec"), ns)  # a failing check cell raises outside a kernel: go on
+            if "after a second one" in src:
+                printed = buf.getvalue()
+        return printed
+
+    wrong, right = demo_output(True), demo_output(False)
+    assert wrong.splitlines()[-1] == "(this differs from the text because `Value.__add__` does not pass its check yet)"
+    assert "a.grad = 24.0" not in wrong and "differs" not in right and "a.grad = 24.0" in right

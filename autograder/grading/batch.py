@@ -63,6 +63,8 @@ class Row:
     flags: list[str] = field(default_factory=list)  # suspected cheating, for the instructor to review
     reason: str = ""  # why it could not be graded, or what the grader noticed (limits hit, cells missing...)
     misconceptions: list[str] = field(default_factory=list)  # ids of the likely mistakes (the class report counts them)
+    late: str = ""  # how late the submission is ("2 d 3 h"), whatever the penalty; "" when on time
+    attempted: bool = True  # False when every solution cell is as released (nbgrader's "No response.")
 
 
 @dataclass
@@ -169,6 +171,7 @@ class Options:
     progress: bool = True
     unsafe_no_sandbox: bool = False  # run workers without the OS sandbox (every row says so)
     cluster: str | None = None  # a Dask scheduler (address, scheduler file or module:Cluster) grades instead of local workers
+    written: list[Path] = field(default_factory=list)  # filled by run(): the files it wrote besides the gradebook
 
 
 def settings_text(limits: Limits, tolerance: Tolerance, unsafe_no_sandbox: bool = False) -> str:
@@ -209,7 +212,8 @@ def run(options: Options) -> list[Row]:
                         and autograded_untouched(old, course.autograded(student, options.assignment) / f"{name}.ipynb")):
                     rows.append(Row(student, name, old.get("score", 0.0), old.get("max_score", 0.0), SKIPPED,
                                     list(old.get("flags", [])), old.get("reason", ""),
-                                    [str(m) for m in old.get("misconceptions", [])][:100]))
+                                    [str(m) for m in old.get("misconceptions", [])][:100],
+                                    attempted=old.get("attempted") is not False))
                 else:
                     todo.append((item, fp))
         if not options.cluster:
@@ -234,7 +238,9 @@ def run(options: Options) -> list[Row]:
     if options.csv_path is not None:  # "" (a bare --csv): the course folder, where the rest of the course's files are
         csv_path = options.csv_path or str(course.root / f"{options.assignment}-summary.csv")
         write_csv(rows, csv_path, options.assignment, keep_other_students=bool(options.students))
-    class_report.write(course.root, options.assignment, rows)
+        options.written.append(Path(csv_path).resolve())
+    page = class_report.write(course.root, options.assignment, rows)
+    options.written += [page, page.with_name(f"{options.assignment}-misconceptions.csv")]
     return rows
 
 
@@ -340,10 +346,12 @@ def _store(gb: Gradebook, course: Course, assignment: str, item: Item, fp: str, 
     record_grades(gb, assignment, item.student, item.notebook, graded, timestamp, flagged, commit=False)
     status = GRADED if graded.ran else NOT_GRADED
     reason = "; ".join(dict.fromkeys(x for x in [graded.reason, *graded.notes] if x))
+    untouched = bool(graded.comments) and all(c == runner.NO_RESPONSE for c in graded.comments.values())
     row = Row(item.student, item.notebook, graded.score, graded.max_score, status, graded.flags, reason,
-              graded.misconceptions)
+              graded.misconceptions, attempted=graded.ran and not untouched)
     record = {"fingerprint": fp, "score": row.score, "max_score": row.max_score, "flags": row.flags,
-              "reason": row.reason, "misconceptions": row.misconceptions, AUTOGRADED_HASH: digest}
+              "reason": row.reason, "misconceptions": row.misconceptions, "attempted": row.attempted,
+              AUTOGRADED_HASH: digest}
     return row, record
 
 

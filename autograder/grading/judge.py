@@ -100,12 +100,14 @@ def tabulated(observer: Observer, check: Any, tolerance: Tolerance, hidden: bool
     return not judge_one(observer, variant, False, tolerance, None).passed
 
 
-def judge_cell(observer: Observer, calls: Sequence[CheckCall], tolerance: Tolerance, secret: bytes | None) -> CellVerdict:
+def judge_cell(observer: Observer, calls: Sequence[CheckCall], tolerance: Tolerance, secret: bytes | None,
+               shown: notebook.Shown | None = None) -> CellVerdict:
     """Every `check(...)` call of a grade cell, as `run_checks` would run them in a kernel, judged here.
 
     A visible check that passes is also tried on its inputs moved by a random 0.05-0.2% when the cell has no hidden run of it
     (it then scores 0 if that fails), or when its hidden run fails; a hidden run that passes is tried on one of
-    its cases moved by a random amount (it scores 0 if that fails). Failing a nudge is flagged.
+    its cases moved by a random amount (it scores 0 if that fails). Failing a nudge is flagged. `shown` (one per
+    notebook) makes a diagnosis already shown in full in an earlier cell say so in one line, as in a kernel.
     """
     hidden_names = {n for call in calls if call.hidden for n in call.names}
     visible_passed: set[str] = set()
@@ -134,7 +136,7 @@ def judge_cell(observer: Observer, calls: Sequence[CheckCall], tolerance: Tolera
                 result = dataclasses.replace(result, points=0.0, status=FAILED, message=msg.LOOKED_UP_HIDDEN)
             judged.append(result)
         results += judged
-        outputs += check_outputs(judged, call.hidden)
+        outputs += check_outputs([shown.note(r) for r in judged] if shown is not None else judged, call.hidden)
         if not all(r.passed for r in judged):
             break  # CheckFailed ends the cell, as in a kernel
     return CellVerdict(outputs, results, flags)

@@ -23,6 +23,7 @@ class _Row(Protocol):
     student: str
     notebook: str
     reason: str
+    late: str
 
 
 def _late_by(seconds: float) -> str:
@@ -76,8 +77,11 @@ def apply_late_penalties(coursedir: CourseDirectory, assignment: str, rows: Iter
                 if penalty is not None:
                     # nbgrader's own clamp to [0, score], so a plugin's odd value lands exactly where nbgrader puts it
                     notebook.late_submission_penalty = penalties._check_late_penalty(notebook, penalty)
-                    row.reason = "; ".join(x for x in [row.reason, f"late by {_late_by(late)}: "
-                                                       f"penalty {notebook.late_submission_penalty:g}"] if x)
+                # how late is named whatever the penalty method: with `none` the instructor still needs to know
+                row.late = _late_by(late)
+                what = ("no penalty" if notebook.late_submission_penalty is None
+                        else f"penalty {notebook.late_submission_penalty:g}")
+                row.reason = "; ".join(x for x in [row.reason, f"late by {_late_by(late)}: {what}"] if x)
         gb.db.commit()  # one commit for the batch: every penalty is worked out again on the next run anyway
 
 

@@ -31,5 +31,8 @@ class RedactHiddenTests(Preprocessor):
 
 
 def feedback_preprocessors() -> list[type]:
-    """GenerateFeedback's own list, with the hidden tests redacted after the grades are read."""
-    return [GetGrades, RedactHiddenTests, CSSHTMLHeaderPreprocessor]
+    """GenerateFeedback's own list, with the hidden tests redacted after the grades are read and each failure shown
+    once (feedback_page)."""
+    from .feedback_page import ShowEachFailureOnce
+
+    return [GetGrades, RedactHiddenTests, ShowEachFailureOnce, CSSHTMLHeaderPreprocessor]

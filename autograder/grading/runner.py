@@ -13,6 +13,7 @@ import nbformat
 from nbformat import NotebookNode, from_dict
 from nbgrader import utils as nbutils
 
+from .. import notebook
 from ..settings import Limits, Tolerance
 from . import channel, sandbox
 from .channel import Violation
@@ -23,6 +24,7 @@ from .source import NotebookSpec, SourceCell
 
 GRACE = 5.0  # seconds the grader waits beyond a worker's own time limit before it kills the worker
 SEND_TIMEOUT = 10.0  # seconds a worker may take to read one request of the grader (a few hundred bytes)
+NO_RESPONSE = "No response."  # nbgrader's comment on a solution cell left as released
 
 
 class Stopped(Unanswered):
@@ -297,6 +299,7 @@ def _converse(session: Session, nb: NotebookNode, plan: list[tuple[int, SourceCe
               misconceptions: list[str]) -> None:
     """Drive the worker through the plan: outputs of code cells, judged checks of grade cells, then done."""
     observer = WorkerObserver(session)
+    shown = notebook.Shown()  # each diagnosis in full once per notebook, as the learner's kernel shows it
     count = output_bytes = 0
     for step, (i, src) in enumerate(plan):
         cell = nb.cells[i]
@@ -324,7 +327,7 @@ def _converse(session: Session, nb: NotebookNode, plan: list[tuple[int, SourceCe
             if msg.tampered:
                 raise Tampered(f"{session.where} replaced {', '.join(msg.tampered)}")
             continue
-        verdict = judge_cell(observer, src.calls or (), tolerance, secret)
+        verdict = judge_cell(observer, src.calls or (), tolerance, secret, shown)
         misconceptions[:] = dict.fromkeys([*misconceptions, *(r.misconception for r in verdict.results if r.misconception)])
         session.send(channel.resume_request())
         reply = session.recv(limits.check_timeout + GRACE)
@@ -357,7 +360,7 @@ def score(nb: NotebookNode, spec: NotebookSpec, flags: list[str], reason: str) -
             scores[src.name] = (auto, max_score)
         if src.solution:
             unchanged = cell.metadata.nbgrader.get("checksum") == nbutils.compute_checksum(cell)
-            comments[src.name] = "No response." if unchanged else None
+            comments[src.name] = NO_RESPONSE if unchanged else None
         if src.grade and not src.solution and cell.cell_type == "code":
             cell.source = redact_hidden_tests(cell.source)
     return Graded(scores, comments, nb, flags, reason)

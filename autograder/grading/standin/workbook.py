@@ -28,3 +28,7 @@ from autograder.aids import (  # noqa: F401  (what the notebooks import from aut
 def summary(*cells: tuple[Any, ...], ns: Any = None) -> None:
     """While grading, the grader scores each grade cell itself, outside this process."""
     print("Summary: skipped while nbgrader runs this notebook (each grade cell above is scored on its own).")
+
+
+def unless_passing(*names: str, ns: Any = None) -> None:
+    """While grading, demos are never graded: nothing to say about them."""
