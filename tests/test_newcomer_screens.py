@@ -143,7 +143,7 @@ def test_show_each_failure_once_leaves_one_line_of_checkfailed():
     from autograder.checks import CheckResult
     from autograder.notebook import check_outputs
 
-    bad = CheckResult("add_local_backward", ("Value.__add__",), False, 0.0, 1.0,
+    bad = CheckResult("add_local_backward", ("Value.__add__",), 0.0, 1.0,
                       "Value.__add__: got 1\n  hint: accumulate\n  reproduce:\n    print(1)", "failed",
                       "add.assigns_instead_of_accumulating")
     cell = nbformat.v4.new_code_cell("check('add_local_backward')", outputs=[nbformat.from_dict(o) for o in
