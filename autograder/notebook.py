@@ -9,7 +9,6 @@ exercise (`raise NotImplementedError()`) say so in one line instead of stopping 
 from __future__ import annotations
 
 import ast
-import os
 import re
 import sys
 import textwrap
@@ -19,6 +18,7 @@ from html import escape
 from typing import Any
 
 from . import checks
+from .aids.env import grading, in_kernel
 from .checks import CheckResult, run_checks
 from .checks.messages import METHOD_OF, method_prefix
 from .report import FAIL, PASS, result_lines
@@ -36,24 +36,6 @@ class CheckFailed(AssertionError):
         failed = [r for r in self.results if not r.passed]
         return [f"CheckFailed: {len(failed)} of {len(self.results)} checks failed",
                 *(line for r in failed for line in validate_lines(f"{FAIL} {one_line(r)}"))]
-
-
-def grading() -> bool:
-    """True while nbgrader executes the notebook (autograde or validate)."""
-    return bool(os.environ.get("NBGRADER_EXECUTION"))
-
-
-def in_browser() -> bool:
-    """True in JupyterLite's Pyodide kernel: Python compiled to WebAssembly, running in the browser's page."""
-    return sys.platform == "emscripten"
-
-
-def in_kernel() -> bool:
-    """True inside a running Jupyter kernel (JupyterLite's Pyodide kernel too), not merely when something imported ipykernel."""
-    if in_browser():
-        return "pyodide_kernel" in sys.modules
-    app = sys.modules.get("ipykernel.kernelapp")
-    return app is not None and app.IPKernelApp.initialized()
 
 
 def learners_kernel() -> bool:

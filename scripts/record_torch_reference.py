@@ -1,7 +1,7 @@
 """Record what PyTorch computes for notebook 05's comparisons, so that the notebook can show it without PyTorch.
 
 Run it where PyTorch is installed: `.venv/bin/python scripts/record_torch_reference.py`. It rewrites
-autograder/torch_reference.json, stamped with the version of torch that made the numbers. The functions and inputs
+autograder/aids/torch_reference.json, stamped with the version of torch that made the numbers. The functions and inputs
 below are notebook 05's; tests/test_workbook_torch.py runs the notebook live and compares it with this file.
 """
 
@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-OUT = Path(__file__).resolve().parent.parent / "autograder" / "torch_reference.json"
+OUT = Path(__file__).resolve().parent.parent / "autograder" / "aids" / "torch_reference.json"
 
 NEURON_INPUTS = {"x1": 1.5, "x2": -0.5, "w1": 0.8, "w2": -1.2, "b": -1.0}
 WOBBLE_POINT = [0.7, -1.3]
@@ -72,7 +72,7 @@ def record() -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Write the recorded numbers as JSON (to autograder/torch_reference.json unless --out says otherwise)."""
+    """Write the recorded numbers as JSON (to autograder/aids/torch_reference.json unless --out says otherwise)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=OUT, help=f"where to write the JSON (default {OUT})")
     args = parser.parse_args(argv)

@@ -319,3 +319,13 @@ def test_a_runtime_below_a_notebooks_own_tmpfs_is_mounted_elsewhere() -> None:
     assert sandbox.inside_path("/tmp") == sandbox.RELOCATED + "/tmp"
     assert sandbox.inside_path("/tmpdir/.venv") == "/tmpdir/.venv"
     assert sandbox.inside_path("/usr/lib/python3") == "/usr/lib/python3"
+
+
+def test_the_teaching_aids_are_staged_unchanged_and_the_workbook_by_its_stand_in(tmp_path: Path) -> None:
+    sandbox.stage(tmp_path / "staged")
+    aids, staged = ROOT / "autograder" / "aids", tmp_path / "staged" / "autograder"
+    files = sorted(p.relative_to(aids) for p in aids.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+    assert files and all((staged / "aids" / f).read_bytes() == (aids / f).read_bytes() for f in files)
+    standin = ROOT / "autograder" / "grading" / "standin" / "workbook.py"
+    assert (staged / "workbook.py").read_bytes() == standin.read_bytes()
+    assert not (staged / "checks").exists() and not (staged / "notebook.py").exists()

@@ -13,7 +13,6 @@ standard library is imported here at module level: this file runs inside the san
 
 from __future__ import annotations
 
-import ast
 import base64
 import contextlib
 import ctypes
@@ -80,24 +79,8 @@ def _package() -> Path:
     return Path(__file__).resolve().parent.parent
 
 
-def sandboxed_workbook(source: str) -> str:
-    """workbook.py as staged: its imports of grader modules point at the stand-in aids, `summary` says where checks run."""
-    lines = source.splitlines(keepends=True)
-    for node in ast.parse(source).body:
-        # only the probes are staged next to it: every other relative import (checks, notebook, report...) goes to the aids
-        if isinstance(node, ast.ImportFrom) and node.level == 1 and not (node.module or "").startswith("probes"):
-            names = ", ".join(a.name + (f" as {a.asname}" if a.asname else "") for a in node.names)
-            lines[node.lineno - 1] = f"from ._sandbox_aids import {names}\n"
-            for i in range(node.lineno, node.end_lineno or node.lineno):
-                lines[i] = "\n"
-    return "".join(lines) + (
-        "\n\ndef summary(*names: str, ns: Any = None) -> None:  # staged by autograder.grading.sandbox\n"
-        '    """While grading, the checks run in the test cells, judged by the grader outside this process."""\n'
-        '    print(f"summary of {len(names)} checks: graded in the test cells while grading")\n')
-
-
 def stage(dest: Path) -> None:
-    """Copy the worker-side code (and the stand-in `autograder` a notebook imports) into `dest`, for a read-only mount."""
+    """Copy the worker-side code, the teaching aids and the stand-in `autograder` a notebook imports into `dest`, for a read-only mount."""
     pkg = _package()
     out = dest / "autograder"
     (out / "grading").mkdir(parents=True)
@@ -106,10 +89,9 @@ def stage(dest: Path) -> None:
         if (pkg / rel).is_file():
             shutil.copyfile(pkg / rel, out / rel)
     shutil.copyfile(pkg / "grading" / "standin" / "__init__.py", out / "__init__.py")
-    shutil.copyfile(pkg / "grading" / "standin" / "aids.py", out / "_sandbox_aids.py")
-    (out / "workbook.py").write_text(sandboxed_workbook((pkg / "workbook.py").read_text()))
-    # PyTorch's numbers for notebook 05's side-by-side cells: shown to every learner anyway, and no check reads them
-    shutil.copyfile(pkg / "torch_reference.json", out / "torch_reference.json")
+    shutil.copyfile(pkg / "grading" / "standin" / "workbook.py", out / "workbook.py")
+    # The teaching aids as they are (with PyTorch's recorded numbers: shown to every learner, read by no check)
+    shutil.copytree(pkg / "aids", out / "aids", ignore=shutil.ignore_patterns("__pycache__"))
     cache = Path(os.environ.get("MPLCONFIGDIR") or Path.home() / ".cache" / "matplotlib")
     fonts = sorted(cache.glob("fontlist-*.json")) if cache.is_dir() else []
     if fonts:  # matplotlib's font list: without it the fork server spends seconds scanning the system's fonts

@@ -17,7 +17,8 @@ __all__ = ["CheckFailed", "check"]
 __version__ = "sandboxed"
 GRADER_MODULE_EVENT = "autograder.grader_module"
 # The modules staged next to this file: everything else named autograder.* stays outside the sandbox.
-STAGED = frozenset({"autograder", "autograder.workbook", "autograder.settings", "autograder._sandbox_aids",
+STAGED = frozenset({"autograder", "autograder.workbook", "autograder.settings", "autograder.aids", "autograder.aids.data",
+                    "autograder.aids.env", "autograder.aids.graph", "autograder.aids.plots", "autograder.aids.pytorch",
                     "autograder.probes", "autograder.probes.engine", "autograder.probes.exercises",
                     "autograder.probes.graphs", "autograder.probes.net", "autograder.probes.safe",
                     "autograder.grading", "autograder.grading.worker", "autograder.grading.channel", "autograder.grading.audit",
