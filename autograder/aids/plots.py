@@ -7,8 +7,11 @@ import sys
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from .env import grading
+from .env import grading, in_browser
 from .env import in_kernel as _in_kernel
+
+# What a plot cell prints where matplotlib is missing (a JupyterLite site served with Pyodide's core only)
+NO_MATPLOTLIB = "plots need matplotlib; the numbers above are what it would draw"
 
 
 def progress(iterable: Iterable[Any], total: int | None = None, desc: str = "") -> Iterator[Any]:
@@ -25,11 +28,35 @@ def progress(iterable: Iterable[Any], total: int | None = None, desc: str = "") 
         return iter(tqdm(iterable, total=total, desc=desc))
     from tqdm import tqdm as text_tqdm
 
+    if in_browser():
+        text_tqdm.monitor_interval = 0  # its monitor is a thread, and the browser's Python cannot start one
     return iter(text_tqdm(iterable, total=total, desc=desc, file=sys.stdout))
 
 
+_said: dict[str, object] = {}
+
+
+def _say_once_per_cell(line: str) -> None:
+    """Print `line`, unless the same cell (IPython's execution count) already printed it: a cell that plots twice
+    says it once."""
+    cell = None
+    if "IPython" in sys.modules:
+        from IPython import get_ipython
+
+        shell = get_ipython()
+        cell = getattr(shell, "execution_count", None) if shell is not None else None
+    if cell is None or _said.get(line) != cell:
+        print(line)
+    _said[line] = cell
+
+
 def _pyplot() -> Any:
-    import matplotlib
+    """matplotlib's pyplot, or None (after saying so in one line) where matplotlib is not installed."""
+    try:
+        import matplotlib
+    except ImportError:
+        _say_once_per_cell(NO_MATPLOTLIB)
+        return None
 
     if not _in_kernel() and "MPLBACKEND" not in os.environ:
         matplotlib.use("Agg")  # no display outside Jupyter
@@ -60,6 +87,8 @@ def plot_loss(losses: Sequence[float] | dict[str, Sequence[float]], title: str =
     if _not_drawn(title):
         return None
     plt = _pyplot()
+    if plt is None:
+        return None
     curves = losses if isinstance(losses, dict) else {"": losses}
     fig, ax = plt.subplots(figsize=(5, 3))
     for label, ys in curves.items():
@@ -81,6 +110,8 @@ def plot_decision_boundary(model: Any, xs: Sequence[Sequence[float]], ys: Sequen
     if _not_drawn("decision boundary"):
         return None
     plt = _pyplot()
+    if plt is None:
+        return None
     x0s = [p[0] for p in xs]
     x1s = [p[1] for p in xs]
     lo0, hi0 = min(x0s) - 0.3, max(x0s) + 0.3
@@ -93,5 +124,22 @@ def plot_decision_boundary(model: Any, xs: Sequence[Sequence[float]], ys: Sequen
     ax.contour(g0, g1, score, levels=[0], colors="k", linewidths=1)
     ax.scatter(x0s, x1s, c=["#1f77b4" if y > 0 else "#d62728" for y in ys], s=14, edgecolors="k", linewidths=0.3)
     ax.set_title("decision boundary: sign of model(x)")
+    fig.tight_layout()
+    return _shown(fig)
+
+
+def plot_slopes(f: Any, slopes: dict[float, float], xs: Sequence[float]) -> Any:
+    """Plot f over `xs` and, at each x0 of `slopes`, a short dashed line with that slope (notebook 01's tangents)."""
+    if _not_drawn("slopes"):
+        return None
+    plt = _pyplot()
+    if plt is None:
+        return None
+    fig, ax = plt.subplots(figsize=(5, 3))
+    ax.plot(xs, [f(x) for x in xs], label="f(x)")
+    for x0, slope in slopes.items():
+        ax.plot([x0 - 0.7, x0 + 0.7], [f(x0) - 0.7 * slope, f(x0) + 0.7 * slope], "--",
+                label=f"slope {slope:.1f} at x = {x0:.2f}")
+    ax.legend(fontsize=8)
     fig.tight_layout()
     return _shown(fig)
