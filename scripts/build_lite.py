@@ -24,7 +24,6 @@ from jupyterlite_pyodide_kernel.constants import PYODIDE_CDN_URL, PYODIDE_KERNEL
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "build" / "lite"
-WORK = ROOT / "build" / "lite-work"
 LOCK_DIR = "static/pyodide-lock"  # the site's own lock and the wheels it names, relative to the site's root
 # What the Pyodide kernel installs as it starts (see jupyterlite-pyodide-kernel's worker) and what the package imports.
 KERNEL_NEEDS = ["micropip", "ipython", "jedi", "traitlets", "tqdm"]
@@ -152,50 +151,55 @@ def lite_config(local: bool) -> dict:
     }}
 
 
-def build(local: bool) -> None:
-    """The whole site, from nothing, into build/lite/."""
-    for folder in (OUT, WORK):
+def build(local: bool, out: Path = OUT) -> None:
+    """The whole site, from nothing, into `out` (build/lite/)."""
+    work = out.parent / f"{out.name}-work"
+    for folder in (out, work):
         shutil.rmtree(folder, ignore_errors=True)
-    WORK.mkdir(parents=True)
-    lite_dir = WORK / "lite"
+    work.mkdir(parents=True)
+    lite_dir = work / "lite"
     lite_dir.mkdir()
     print("workbook lite: building the project's wheel", file=sys.stderr)
-    wheel = project_wheel(WORK)
+    wheel = project_wheel(work)
     print(f"workbook lite: fetching Pyodide {PYODIDE_VERSION}'s lock file (npm)", file=sys.stderr)
-    core = pyodide_core(WORK)
+    core = pyodide_core(work)
     if local:
         shutil.copytree(core, lite_dir / "static" / "pyodide")  # the addon points pyodideUrl at it
     (lite_dir / "jupyter-lite.json").write_text(json.dumps(lite_config(local), indent=2))
-    lock_files = WORK / "lock"
+    lock_files = work / "lock"
     lock = site_lock(core, wheel, lock_files, local)
     print("workbook lite: jupyter lite build", file=sys.stderr)
-    contents = WORK / "contents"
+    contents = work / "contents"
     shutil.copytree(ROOT / "notebooks", contents, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
     # Only the Pyodide kernel's extension: nbgrader's and the other server extensions of this environment would call
     # a Jupyter server the site does not have.
     kernel_extension = Path(sys.prefix) / "share" / "jupyter" / "labextensions" / PYODIDE_KERNEL_NPM_NAME
     run([Path(sys.executable).parent / "jupyter", "lite", "build", "--lite-dir", lite_dir, "--contents", contents,
-         "--output-dir", OUT, "--ignore-sys-prefix", f"--LiteBuildConfig.federated_extensions={kernel_extension}"],
+         "--output-dir", out, "--ignore-sys-prefix", f"--LiteBuildConfig.federated_extensions={kernel_extension}"],
         cwd=lite_dir)
-    (OUT / LOCK_DIR).mkdir(parents=True)
+    shutil.copy(out / "lab" / "favicon.ico", out / "favicon.ico")  # where a browser asks for it first
+    (out / LOCK_DIR).mkdir(parents=True)
     for file in lock_files.iterdir():
-        shutil.copy(file, OUT / LOCK_DIR / file.name)
-    (OUT / LOCK_DIR / "pyodide-lock.json").write_text(json.dumps(lock))
-    config = json.loads((OUT / "jupyter-lite.json").read_text())["jupyter-config-data"]
+        shutil.copy(file, out / LOCK_DIR / file.name)
+    (out / LOCK_DIR / "pyodide-lock.json").write_text(json.dumps(lock))
+    config = json.loads((out / "jupyter-lite.json").read_text())["jupyter-config-data"]
     url = config["litePluginSettings"][PYODIDE_KERNEL_PLUGIN_ID].get("pyodideUrl")
     if local and url != "./static/pyodide/pyodide.mjs":
         die(f"the site's pyodideUrl is {url!r}, not the local Pyodide: the kernel would go to a CDN")
-    shutil.rmtree(WORK)
+    shutil.rmtree(work)
+    shown = out.relative_to(ROOT) if out.is_relative_to(ROOT) else out
     where = "the site's own static/pyodide/ (offline)" if local else PYODIDE_CDN_URL
-    print(f"workbook lite: built {OUT.relative_to(ROOT)}/ with Pyodide {PYODIDE_VERSION} from {where}; serve it with\n"
-          f"    python3 -m http.server --bind 127.0.0.1 -d {OUT.relative_to(ROOT)}")
+    print(f"workbook lite: built {shown}/ with Pyodide {PYODIDE_VERSION} from {where}; serve it with\n"
+          f"    python3 -m http.server --bind 127.0.0.1 -d {shown}")
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="./workbook lite", description=__doc__.splitlines()[0])
     parser.add_argument("--local-pyodide", action="store_true",
                         help="serve Pyodide's core (npm) from the site itself: offline, without matplotlib")
-    build(parser.parse_args(argv).local_pyodide)
+    parser.add_argument("--output", type=Path, default=OUT, help="where the site goes (default: build/lite)")
+    args = parser.parse_args(argv)
+    build(args.local_pyodide, args.output.resolve())
 
 
 if __name__ == "__main__":
