@@ -29,6 +29,12 @@ LOCK_DIR = "static/pyodide-lock"  # the site's own lock and the wheels it names,
 KERNEL_NEEDS = ["micropip", "ipython", "jedi", "traitlets", "tqdm"]
 NOT_IN_PYODIDE = ["comm"]  # the kernel needs it, Pyodide's lock does not carry it: from PyPI
 SOURCES = ["pyproject.toml", "README.md", "autograder"]
+# What jupyterlite-pyodide-kernel 0.8.6's kernel reports (its kernelspec, kernel_info's language_info): JupyterLab
+# writes both into a notebook as its kernel connects, so copies that already hold them do not open as modified.
+PYODIDE_KERNELSPEC = {"display_name": "Python (Pyodide)", "language": "python", "name": "python"}
+PYODIDE_LANGUAGE_INFO = {"codemirror_mode": {"name": "python", "version": 3}, "file_extension": ".py",
+                         "mimetype": "text/x-python", "name": "python", "nbconvert_exporter": "python",
+                         "pygments_lexer": "ipython3", "version": "3.8"}
 
 
 def die(message: str) -> None:
@@ -171,6 +177,10 @@ def build(local: bool, out: Path = OUT) -> None:
     print("workbook lite: jupyter lite build", file=sys.stderr)
     contents = work / "contents"
     shutil.copytree(ROOT / "notebooks", contents, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+    for path in contents.rglob("*.ipynb"):  # the cells unchanged; the kernel the site has
+        nb = json.loads(path.read_text(encoding="utf-8"))
+        nb["metadata"].update(kernelspec=PYODIDE_KERNELSPEC, language_info=PYODIDE_LANGUAGE_INFO)
+        path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     # Only the Pyodide kernel's extension: nbgrader's and the other server extensions of this environment would call
     # a Jupyter server the site does not have.
     kernel_extension = Path(sys.prefix) / "share" / "jupyter" / "labextensions" / PYODIDE_KERNEL_NPM_NAME

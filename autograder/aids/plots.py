@@ -65,12 +65,25 @@ def _pyplot() -> Any:
     return plt
 
 
-def _shown(fig: Any) -> Any:
-    """In Jupyter: show the figure now and return None (no second copy); elsewhere return it for saving."""
-    if _in_kernel():
-        _pyplot().show()
-        return None
-    return fig
+def _shown(fig: Any, alt: str) -> Any:
+    """In Jupyter: show the figure now, as an image whose alternative text is `alt`, and return None (no second
+    copy); elsewhere return it for saving."""
+    if not _in_kernel():
+        return fig
+    import base64
+    import io
+    from html import escape
+
+    from IPython.display import display
+
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=100)
+    _pyplot().close(fig)
+    png = base64.b64encode(buffer.getvalue()).decode()
+    # matplotlib's own display is an image without alternative text (JupyterLab and nbconvert show it as a bare <img>)
+    display({"text/html": f'<img alt="{escape(alt)}" src="data:image/png;base64,{png}">', "image/png": png,
+             "text/plain": f"<plot: {alt}>"}, metadata={"image/png": {"alt": alt}}, raw=True)
+    return None
 
 
 def _not_drawn(title: str) -> bool:
@@ -102,7 +115,9 @@ def plot_loss(losses: Sequence[float] | dict[str, Sequence[float]], title: str =
     if positive and max(positive) > 10 * min(positive):
         ax.set_yscale("log")
     fig.tight_layout()
-    return _shown(fig)
+    ends = "; ".join(f"{label + ': ' if label else ''}{ys[0]:.3g} to {ys[-1]:.3g} in {len(ys)} steps"
+                     for label, ys in curves.items() if len(ys))
+    return _shown(fig, f"line plot '{title}' of the loss after each step ({ends})")
 
 
 def plot_decision_boundary(model: Any, xs: Sequence[Sequence[float]], ys: Sequence[float], resolution: int = 30) -> Any:
@@ -125,7 +140,9 @@ def plot_decision_boundary(model: Any, xs: Sequence[Sequence[float]], ys: Sequen
     ax.scatter(x0s, x1s, c=["#1f77b4" if y > 0 else "#d62728" for y in ys], s=14, edgecolors="k", linewidths=0.3)
     ax.set_title("decision boundary: sign of model(x)")
     fig.tight_layout()
-    return _shown(fig)
+    right = sum((model_y > 0) == (y > 0) for model_y, y in zip(_outputs(model, xs), ys))
+    return _shown(fig, f"the plane coloured by the sign of model(x), with the {len(ys)} examples on top; "
+                       f"{right} of them on their own side")
 
 
 def plot_slopes(f: Any, slopes: dict[float, float], xs: Sequence[float]) -> Any:
@@ -142,4 +159,9 @@ def plot_slopes(f: Any, slopes: dict[float, float], xs: Sequence[float]) -> Any:
                 label=f"slope {slope:.1f} at x = {x0:.2f}")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    return _shown(fig)
+    at = ", ".join(f"{slope:.1f} at x = {x0:.2f}" for x0, slope in slopes.items())
+    return _shown(fig, f"f(x) for x from {min(xs):g} to {max(xs):g}, with dashed lines of slope {at}")
+
+
+def _outputs(model: Any, xs: Sequence[Sequence[float]]) -> list[float]:
+    return [float(getattr(model(list(x)), "data", 0.0)) for x in xs]
