@@ -82,7 +82,9 @@ class Console:
     def watch(self, page) -> None:
         page.on("console", lambda m: m.type == "error" and self.errors.append(f"console: {m.text[:500]}"))
         page.on("pageerror", lambda e: self.errors.append(f"uncaught: {e}"))
-        page.on("requestfailed", lambda r: self.errors.append(f"request failed: {r.url[:200]} ({r.failure})"))
+        # a request the browser cancels itself (a page left while JupyterLab polls) is no error
+        page.on("requestfailed", lambda r: "ERR_ABORTED" not in (r.failure or "") and
+                self.errors.append(f"request failed: {r.url[:200]} ({r.failure})"))
         page.on("response", lambda r: r.status >= 400 and self.errors.append(f"HTTP {r.status}: {r.url[:200]}"))
 
     def take(self, forgiven: tuple[str, ...] = ()) -> list[str]:
@@ -141,6 +143,10 @@ class Notebook:
         self.page.goto(url)
         self.cells.first.wait_for(timeout=timeout)
         self.page.locator(".jp-StatusBar-Item", has_text=re.compile(r"\| Idle")).wait_for(timeout=timeout)
+        # Jupyter's news prompt covers the cells it lands on (the learner's Lab turns it off, issue 23)
+        news = self.page.locator(".jp-toast-button", has_text=re.compile(r"^No$"))
+        if news.count():
+            news.first.click()
 
     def dirty(self) -> bool:
         """Whether JupyterLab marks the notebook as modified (its tab's dot)."""
@@ -172,7 +178,8 @@ class Notebook:
         return self.cells.nth(index).locator(".jp-OutputArea")
 
     def last_output(self):
-        return self.output(self.cells.count() - 1)
+        """The output of the summary cell (the notebook's last `summary(...)` call)."""
+        return self.cells.filter(has=self.page.locator(".jp-InputArea", has_text="summary(")).last.locator(".jp-OutputArea")
 
 
 # ---------------------------------------------------------------- the notebooks' exercises
@@ -235,7 +242,8 @@ class Lab:
     root: Path
 
     def notebook_url(self, path: str) -> str:
-        return f"{self.url}/lab/tree/{path}?token={self.token}"
+        """The notebook alone in the Lab (`reset`: no tab of an earlier test restored from the workspace)."""
+        return f"{self.url}/lab/tree/{path}?reset&token={self.token}"
 
 
 def lab_env(home: Path) -> dict[str, str]:
