@@ -16,6 +16,7 @@ import pytest
 from browser_support import (
     CHROMIUM_FLAGS,  # noqa: F401  (tests/test_course_formgrader.py takes it from here)
     NOTEBOOKS,
+    RELEASE,
     ROOT,
     Console,
     Lab,
@@ -232,6 +233,7 @@ def test_each_notebook_untouched_then_a_mistake_then_solved_in_a_learners_lab(na
     from playwright.sync_api import expect
 
     book = workbook(name)
+    shutil.copy(RELEASE / f"{name}.ipynb", lab.root / "workbook")  # untouched, whatever an earlier test saved
     console.take()
     notebook.open(lab, f"workbook/{name}.ipynb")
     summary = notebook.last_output()
