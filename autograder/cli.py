@@ -247,6 +247,10 @@ def notebook_json(cells: list[CellResults]) -> str:
                       indent=2, ensure_ascii=False)
 
 
+# What the `course` extra installs (grading, extensions, reading notebooks): a missing one is named in one line
+COURSE_MODULES = {"nbgrader", "nbformat", "nbclient", "jupyterlab", "ipykernel", "sqlalchemy", "alembic"}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit code (0 passed, 1 failed, 2 usage or unreadable input)."""
     try:
@@ -275,6 +279,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return 2
     except (UsageError, UnreadableFile, FileNotFoundError) as exc:
         print(f"autograder: error: {exc}", file=sys.stderr)
+        return 2
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").split(".")[0] not in COURSE_MODULES:
+            raise
+        print(f"autograder: error: this needs the course extra ({exc.name} is not installed): "
+              "pip install 'autograd-workbook[course]'", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("autograder: interrupted", file=sys.stderr)

@@ -19,6 +19,7 @@ from .aids import (
     make_moons,
     plot_decision_boundary,
     plot_loss,
+    plot_slopes,
     progress,
     recorded,
     torch_or_none,
@@ -30,8 +31,8 @@ from .notebook import recorded as stood_when_checked
 from .report import result_lines
 
 __all__ = ["CPU_TORCH", "TORCH_REFERENCE", "GraphPicture", "NotRecorded", "demo_size", "draw_graph", "make_moons",
-           "plot_decision_boundary", "plot_loss", "progress", "recorded", "summary", "summary_html", "summary_text",
-           "torch_or_none", "torch_reference", "unless_passing"]
+           "plot_decision_boundary", "plot_loss", "plot_slopes", "progress", "recorded", "summary", "summary_html",
+           "summary_text", "torch_or_none", "torch_reference", "unless_passing"]
 
 
 # ---------------------------------------------------------------- summary

@@ -5,44 +5,37 @@ A half-done "Run All" reaches the summary; stubs solved show green ✓s; a mista
 
 from __future__ import annotations
 
-import os
 import re
-import secrets
 import shutil
-import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
 import pytest
-from lab_server import free_port, stop, wait_until_served
+from browser_support import (
+    CHROMIUM_FLAGS,  # noqa: F401  (tests/test_course_formgrader.py takes it from here)
+    NOTEBOOKS,
+    RELEASE,
+    ROOT,
+    Console,
+    Lab,
+    artifacts,
+    browser,
+    filled,
+    jupyter_lab,
+    require_chromium,
+    shot,
+    workbook,
+)
+from browser_support import Notebook as LearnerNotebook
 
 from autograder.loader import calls_check
 
-ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM = Path("/usr/bin/chromium")
-# Flags for this kind of machine (root, no GPU, no network but package mirrors); never a browser download.
-CHROMIUM_FLAGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--no-first-run",
-]
-ARTIFACTS = ROOT / "test-artifacts" / "browser"
-LEARNER_CONFIG = ROOT / "lab-config" / "learner"  # what `./workbook lab` adds to JUPYTER_CONFIG_PATH
-IN_CI = os.environ.get("CI") == "true"
-# The exercise this test drives: the `_backward` of `+` and `*`, checked for accumulation (`+=`, not `=`).
+# The exercise the Validate test drives: the `_backward` of `+` and `*`, checked for accumulation (`+=`, not `=`).
 TARGET_CHECK = "backward_accumulates"
-SOLUTION_MARKER = re.compile(r"^\s*### (BEGIN|END) SOLUTION\s*$")
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-
-
-def _missing(reason: str) -> None:
-    """In CI a missing piece of the browser test is a failure; elsewhere the test is skipped with the reason."""
-    if IN_CI:
-        pytest.fail(f"CI=true but {reason}", pytrace=False)
-    pytest.skip(reason)
 
 
 # ---------------------------------------------------------------- the notebook under test
@@ -64,11 +57,6 @@ class Exercise:
         wrong, n = re.subn(r"(\.grad\s*)\+=", r"\1=", self.solutions[self.stub])
         assert n > 0, "the solution of the stub cell has no `.grad +=` to get wrong"
         return wrong
-
-
-def filled(source_cell_source: str) -> str:
-    """What a learner who solved the cell has: the instructor's source without the solution markers."""
-    return "\n".join(ln for ln in source_cell_source.splitlines() if not SOLUTION_MARKER.match(ln))
 
 
 def exercise_from(learner: Path, source: Path, lab_root: Path) -> Exercise:
@@ -106,120 +94,42 @@ def exercise(tmp_path_factory: pytest.TempPathFactory) -> Exercise:
 # ---------------------------------------------------------------- JupyterLab and Chromium
 
 
-@dataclass
-class Lab:
-    url: str
-    token: str
-
-
 @pytest.fixture(scope="module")
 def chromium() -> Path:
     """Debian's Chromium and Playwright, checked before anything is started."""
-    if not CHROMIUM.exists():
-        _missing(f"Debian's chromium is not installed at {CHROMIUM} (apt-get install chromium; "
-                 "./workbook test installs it when CI=true)")
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        _missing("playwright is not installed (it is in the dev extra: pip install -e '.[dev]')")
-    return CHROMIUM
+    return require_chromium()
 
 
 @pytest.fixture(scope="module")
 def lab(chromium: Path, exercise: Exercise, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    """`jupyter lab` from this environment on 127.0.0.1, a free port, a token, and throw-away Jupyter dirs."""
-    # Throw-away Jupyter folders (empty: no settings of the test's own), and the learner's Lab configuration,
-    # exactly as `./workbook lab` adds it: the test sees what a learner sees.
-    home = tmp_path_factory.mktemp("jupyter-home")
-    env = {
-        **os.environ,
-        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-        "JUPYTER_CONFIG_DIR": str(home / "config"),
-        "JUPYTER_CONFIG_PATH": str(LEARNER_CONFIG),
-        "JUPYTER_DATA_DIR": str(home / "data"),
-        "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
-        "JUPYTERLAB_SETTINGS_DIR": str(home / "lab-settings"),
-        "JUPYTERLAB_WORKSPACES_DIR": str(home / "workspaces"),
-        "IPYTHONDIR": str(home / "ipython"),
-    }
-    env.pop("NBGRADER_EXECUTION", None)
-    port, token = free_port(), secrets.token_hex(16)
-    cmd = [
-        str(Path(sys.executable).parent / "jupyter"), "lab", "--no-browser",
-        "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
-        f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={exercise.lab_root}",
-    ]
-    if os.geteuid() == 0:
-        cmd.append("--allow-root")
-    log = home / "lab.log"
-    with log.open("w") as out:
-        # cwd is the lab root: nbgrader's validate handler reads an nbgrader_config.py from the server's cwd.
-        proc = subprocess.Popen(cmd, cwd=exercise.lab_root, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                start_new_session=True)
-    try:
-        url = f"http://127.0.0.1:{port}"
-        wait_until_served(f"{url}/api/status?token={token}", proc, log)
-        yield Lab(url, token)
-    finally:
-        stop(proc)
+    """A learner's `jupyter lab` (the learner's Lab configuration, nothing of the test's own) on 127.0.0.1."""
+    with jupyter_lab(exercise.lab_root, tmp_path_factory.mktemp("jupyter-home")) as server:
+        yield server
 
 
 @pytest.fixture(scope="module")
-def page(chromium: Path, lab: Lab, tmp_path_factory: pytest.TempPathFactory):
+def console() -> Console:
+    return Console()
+
+
+@pytest.fixture(scope="module")
+def page(chromium: Path, lab: Lab, console: Console, tmp_path_factory: pytest.TempPathFactory):
     """A page in Debian's Chromium with a fresh user data dir, driven by Playwright."""
-    from playwright.sync_api import sync_playwright
-    profile = tmp_path_factory.mktemp("chromium-profile")
-    with sync_playwright() as p:
-        context = p.chromium.launch_persistent_context(
-            str(profile), executable_path=str(chromium), headless=True, args=CHROMIUM_FLAGS,
-            viewport={"width": 1400, "height": 1000},
-        )
-        try:
-            yield context.new_page()
-        finally:
-            context.close()
+    with browser(tmp_path_factory.mktemp("chromium-profile")) as context:
+        pg = context.new_page()
+        console.watch(pg)
+        yield pg
 
 
-# ---------------------------------------------------------------- the test
-
-
-class Notebook:
-    """What a learner does with the notebook in JupyterLab, through the page."""
+class Notebook(LearnerNotebook):
+    """The shared learner's actions, plus nbgrader's Validate button and this module's screenshots."""
 
     def __init__(self, page, shots: Path) -> None:
-        self.page, self.shots = page, shots
-        self.cells = page.locator(".jp-Notebook .jp-Cell")
+        super().__init__(page)
+        self.shots = shots
 
-    def open(self, lab: Lab, path: str) -> None:
-        """Open the notebook and wait until its kernel is idle (the status bar says so)."""
-        self.page.goto(f"{lab.url}/lab/tree/{path}?token={lab.token}")
-        self.cells.first.wait_for(timeout=90_000)
-        self.page.locator(".jp-StatusBar-Item", has_text="| Idle").wait_for(timeout=90_000)
-
-    def type_into(self, index: int, text: str) -> None:
-        """Select everything in the cell's editor and type the new code over it."""
-        self.cells.nth(index).locator(".cm-content").click()
-        self.page.keyboard.press("Control+a")
-        self.page.keyboard.insert_text(text)
-
-    def run(self, index: int) -> None:
-        """Run one cell in place (Ctrl+Enter), as a learner does."""
-        self.cells.nth(index).locator(".cm-content").click()
-        self.page.keyboard.press("Control+Enter")
-
-    def run_all_from_menu(self) -> None:
-        """JupyterLab's own Run > Run All Cells, which stops at the first cell that ends in an error."""
-        self.page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
-        self.page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
-
-    def save(self) -> None:
-        """Ctrl+S, so that the next test's page load meets no unsaved changes."""
-        self.page.locator(".jp-Notebook .jp-CodeCell .cm-content").first.click()
-        self.page.keyboard.press("Control+s")
-        self.page.locator(".jp-mod-dirty").wait_for(state="detached", timeout=30_000)
-
-    def output(self, index: int):
-        return self.cells.nth(index).locator(".jp-OutputArea")
+    def open(self, lab: Lab, path: str) -> None:  # type: ignore[override]
+        super().open(lab.notebook_url(path))
 
     def validate(self):
         """Press nbgrader's Validate button (it saves the notebook first) and return the results dialog."""
@@ -234,18 +144,12 @@ class Notebook:
 
     def shot(self, name: str, show=None) -> Path:
         """Screenshot the page, scrolled (inside JupyterLab's own panel) so that `show` is in view."""
-        if show is not None:
-            show.scroll_into_view_if_needed()
-        path = self.shots / f"{name}.png"
-        self.page.screenshot(path=str(path))
-        return path
+        return shot(self.page, self.shots / f"{name}.png", show=show)
 
 
 @pytest.fixture(scope="module")
 def shots() -> Path:
-    shutil.rmtree(ARTIFACTS, ignore_errors=True)
-    ARTIFACTS.mkdir(parents=True)
-    return ARTIFACTS
+    return artifacts("lab")
 
 
 @pytest.fixture
@@ -347,3 +251,46 @@ def test_learner_fills_stub_sees_check_and_mistake_then_validates(lab: Lab, exer
     dialog = notebook.validate()
     expect(dialog).to_contain_text("Success! Your notebook passes all the tests.")
     notebook.shot("4-validate-succeeds")
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_each_notebook_untouched_then_a_mistake_then_solved_in_a_learners_lab(name: str, lab: Lab, notebook: Notebook,
+                                                                             console: Console):
+    from playwright.sync_api import expect
+
+    book = workbook(name)
+    shutil.copy(RELEASE / f"{name}.ipynb", lab.root / "workbook")  # untouched, whatever an earlier test saved
+    console.take()
+    notebook.open(lab, f"workbook/{name}.ipynb")
+    summary = notebook.last_output()
+    expect(notebook.page.locator(".jp-StatusBar-Item", has_text="| Idle")).to_be_visible()
+    assert not notebook.dirty(), "the notebook shows as modified as soon as it opens"
+
+    notebook.run_all_from_menu()  # untouched: Run All reaches the summary, every check not done yet
+    expect(summary).to_contain_text("Not done yet: ", timeout=120_000)
+    shot(notebook.page, notebook.shots / f"{name}-0-untouched-run-all.png", show=summary,
+         expect=("Points as nbgrader will score them",), console=console)
+
+    for index, solution in book.solutions.items():  # everything solved, but one classic mistake
+        notebook.type_into(index, book.mistake if index == book.mistake_cell else solution)
+    notebook.run_all_from_menu()
+    expect(summary).to_contain_text("Failing: ", timeout=120_000)
+    wrong = notebook.output(book.check)
+    expect(wrong).to_contain_text(book.sentence)
+    for i in book.checks:
+        if i < book.check:
+            expect(notebook.output(i)).not_to_contain_text("✗")
+    shot(notebook.page, notebook.shots / f"{name}-1-mistake.png", show=wrong, expect=("✗", book.sentence), console=console)
+
+    notebook.type_into(book.mistake_cell, book.solutions[book.mistake_cell])
+    notebook.run_all_from_menu()
+    expect(summary).to_contain_text("this notebook is done", timeout=120_000)
+    for i in book.checks:
+        expect(notebook.output(i)).to_contain_text("✓")
+        expect(notebook.output(i)).not_to_contain_text("✗")
+    missing_alt = notebook.page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-OutputArea img:not([alt])")
+    assert missing_alt.count() == 0, "an image in the notebook has no alternative text"
+    shot(notebook.page, notebook.shots / f"{name}-2-solved.png", show=notebook.output(book.check), expect=("✓",),
+         console=console)
+    shot(notebook.page, notebook.shots / f"{name}-3-solved-summary.png", show=summary, expect=("this notebook is done",))
+    notebook.save()

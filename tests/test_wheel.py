@@ -56,10 +56,12 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A new virtual environment (no system site-packages) holding the wheel and its dependencies from the index."""
+    """A new virtual environment (no system site-packages) holding the wheel with its `course` extra (nbgrader, the
+    grader's side) and their dependencies from the index."""
     venv = tmp_path_factory.mktemp("venv") / "venv"
     run([sys.executable, "-m", "venv", venv])
-    run([venv / "bin" / "python", "-m", "pip", "install", "--quiet", "--disable-pip-version-check", wheel], timeout=1500)
+    run([venv / "bin" / "python", "-m", "pip", "install", "--quiet", "--disable-pip-version-check", f"{wheel}[course]"],
+        timeout=1500)
     return venv
 
 

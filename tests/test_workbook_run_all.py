@@ -143,3 +143,26 @@ def test_run_all_of_an_untouched_notebook_reaches_a_summary_of_zero_points(name:
     for cell in nb.cells:
         assert "Traceback" not in text(cell) and "NotImplementedError()" not in text(cell).replace(
             "replace the `raise NotImplementedError()` line", "")
+
+
+PLOTS = re.compile(r"\bplot_\w+\(")
+
+
+@pytest.mark.parametrize("name", ["01_derivatives", "06_neural_net"])
+def test_without_matplotlib_every_plot_cell_says_so_in_one_line_and_run_all_reaches_a_full_summary(name: str, tmp_path: Path):
+    from autograder.aids.plots import NO_MATPLOTLIB
+
+    nb = nbformat.read(SOURCE / f"{name}.ipynb", as_version=4)
+    for cell in nb.cells:
+        if cell.metadata.get("nbgrader", {}).get("solution"):
+            cell.source = "\n".join(ln for ln in cell.source.splitlines() if not SOLUTION_MARKER.match(ln))
+    # a kernel where matplotlib cannot be imported: a JupyterLite site on Pyodide's core
+    nb.cells.insert(0, nbformat.v4.new_code_cell('import sys\nsys.modules["matplotlib"] = None'))
+    run_all(nb, tmp_path)
+    plot_cells = [c for c in nb.cells if c.cell_type == "code" and PLOTS.search(c.source)]
+    assert plot_cells, f"{name} has no cell that plots"
+    for cell in plot_cells:
+        shown = text(cell)
+        assert shown.count(NO_MATPLOTLIB) == 1, (cell.source, shown)  # once, even where a cell draws two plots
+        assert shown.splitlines()[0] != NO_MATPLOTLIB, f"the numbers come first:\n{shown}"
+    assert "this notebook is done" in text(summary_cell(nb))

@@ -11,8 +11,15 @@ def grading() -> bool:
     return bool(os.environ.get("NBGRADER_EXECUTION"))
 
 
+def in_browser() -> bool:
+    """True in JupyterLite's Pyodide kernel: Python compiled to WebAssembly, running in the browser's page."""
+    return sys.platform == "emscripten"
+
+
 def in_kernel() -> bool:
-    """True inside a running Jupyter kernel, not merely when something imported ipykernel."""
+    """True inside a running Jupyter kernel (JupyterLite's Pyodide kernel too), not merely when something imported ipykernel."""
+    if in_browser():
+        return "pyodide_kernel" in sys.modules
     app = sys.modules.get("ipykernel.kernelapp")
     return app is not None and app.IPKernelApp.initialized()
 

@@ -5,6 +5,7 @@ Nothing here is an engine: the learner's Value is read through `data`, `grad`, `
 
 from __future__ import annotations
 
+import base64
 from dataclasses import dataclass
 from typing import Any
 from xml.sax.saxutils import escape
@@ -52,15 +53,24 @@ class _Box:
 
 
 class GraphPicture:
-    """An expression graph drawn as SVG: Jupyter displays it through `_repr_svg_`; `.svg` is the text."""
+    """An expression graph drawn as SVG; `.svg` is the text, `.alt` says in words what it shows.
 
-    def __init__(self, svg: str, nodes: int, edges: int) -> None:
+    Jupyter shows it as an image with that alternative text (`_repr_html_`); `_repr_svg_` is the SVG itself.
+    """
+
+    def __init__(self, svg: str, nodes: int, edges: int, alt: str = "") -> None:
         self.svg = svg
         self.nodes = nodes
         self.edges = edges
+        self.alt = alt or f"expression graph: {nodes} values, {edges} edges"
 
     def _repr_svg_(self) -> str:
         return self.svg
+
+    def _repr_html_(self) -> str:
+        # JupyterLab draws SVG output as an <img> without alt text: this one carries it (feedback HTML too)
+        data = base64.b64encode(self.svg.encode()).decode()
+        return f'<img alt="{escape(self.alt, {chr(34): "&quot;"})}" src="data:image/svg+xml;base64,{data}">'
 
     def __repr__(self) -> str:
         return f"<GraphPicture: {self.nodes} boxes, {self.edges} edges>"
@@ -140,11 +150,14 @@ def _layout(root: Any) -> tuple[dict[str, _Box], list[tuple[str, str]]]:
 def draw_graph(root: Any) -> GraphPicture:
     """Draw every value reachable from `root` (label, data, grad), its op nodes and every edge, as SVG."""
     boxes, edges = _layout(root)
+    alt = _alt_text(boxes, f"v{id(root)}")
     width = max(b.x + b.width for b in boxes.values()) + PAD
     height = max(b.y + b.height for b in boxes.values()) + PAD
     out = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" '
-        f'viewBox="0 0 {width:.0f} {height:.0f}" font-family="monospace" font-size="12">',
+        f'viewBox="0 0 {width:.0f} {height:.0f}" font-family="monospace" font-size="12" role="img" '
+        f'aria-label="{escape(alt, {chr(34): "&quot;"})}">',
+        f"<title>{escape(alt)}</title>",
         '<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="6" markerHeight="6" '
         'orient="auto-start-reverse"><path d="M 0 0 L 10 5 L 0 10 z" fill="#555"/></marker></defs>',
     ]
@@ -177,6 +190,16 @@ def draw_graph(root: Any) -> GraphPicture:
         out.append("</g>")
     out.append("</svg>")
     n_values = sum(b.kind == "value" for b in boxes.values())
-    return GraphPicture("\n".join(out), n_values, len(edges))
+    return GraphPicture("\n".join(out), n_values, len(edges), alt)
+
+
+def _alt_text(boxes: dict[str, _Box], root: str) -> str:
+    """The picture in words: how many values and operations, and the output's label, data and grad."""
+    values = sum(b.kind == "value" for b in boxes.values())
+    ops = len(boxes) - values
+    out = boxes.get(root)
+    about = f"; the output {out.text[0] or '(no label)'} has {out.text[1]}, {out.text[2]}" if out else ""
+    return (f"expression graph of {values} value{'s' if values != 1 else ''} and {ops} "
+            f"operation{'s' if ops != 1 else ''}{about}")
 
 

@@ -18,6 +18,7 @@ from autograder.aids import (  # noqa: F401  (what the notebooks import from aut
     make_moons,
     plot_decision_boundary,
     plot_loss,
+    plot_slopes,
     progress,
     recorded,
     torch_or_none,
