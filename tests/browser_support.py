@@ -143,10 +143,8 @@ class Notebook:
         self.page.goto(url)
         self.cells.first.wait_for(timeout=timeout)
         self.page.locator(".jp-StatusBar-Item", has_text=re.compile(r"\| Idle")).wait_for(timeout=timeout)
-        # Jupyter's news prompt covers the cells it lands on (the learner's Lab turns it off, issue 23)
-        news = self.page.locator(".jp-toast-button", has_text=re.compile(r"^No$"))
-        if news.count():
-            news.first.click()
+        # Jupyter's news prompt is not dismissed here: the learner's Lab and the site turn it off, and a test that
+        # clicked it away would never see it come back
 
     def dirty(self) -> bool:
         """Whether JupyterLab marks the notebook as modified (its tab's dot)."""
