@@ -46,19 +46,18 @@ if "nbgrader.converters" in sys.modules:
     # nbgrader's own page, each test cell named in its contents (autograder/grading/feedback_page.py)
     c.GenerateFeedback.exporter_class = "autograder.grading.feedback_page.FeedbackExporter"
 
+# ---- nbgrader: every HTML export of a notebook (the feedback, and the formgrader's view of a submission) first makes
+# learner content inert: no script runs, no HTML, SVG or markdown is shown uncleaned (autograder/grading/safe_html.py).
+# nbgrader's own feedback and formgrade templates would render a submission's script as it is.
+c.HTMLExporter.preprocessors = ["autograder.grading.safe_html.SafeHTML"]
+
 # ---- nbgrader: late submissions. Both graders apply this plugin to every notebook submitted after the due date
 # (plus the student's extension). 'none' (nbgrader's default) records no penalty; 'zero' takes the notebook's
 # whole score. For another rule, write a subclass of nbgrader.plugins.LateSubmissionPlugin and name it here:
 #   c.AssignLatePenalties.plugin_class = "mycourse.OnePointPerDayLate"
 c.LateSubmissionPlugin.penalty_method = "none"
 
-# ---- the autograder's own settings (autograder.settings)
-c.Tolerance.rtol = 1e-5
-c.Tolerance.atol = 1e-6
-c.Tolerance.forward_rtol = 1e-9
-c.Limits.check_timeout = 10.0
-c.Limits.cell_timeout = 60.0
-c.Limits.notebook_timeout = 300.0
-c.Limits.memory_mb = 2048
-c.Limits.output_bytes = 1_000_000
-c.BatchGrading.jobs = 0  # one worker per CPU
+# ---- the autograder's own settings: every limit and tolerance, with its default and what it bounds, is in
+# autograder/settings.py (classes Tolerance, Limits, BatchGrading). Set here only what this course changes, e.g.
+#   c.Limits.cell_timeout = 120.0  # seconds per cell, on a slow machine
+#   c.BatchGrading.jobs = 4        # parallel grading workers (default: one per CPU)

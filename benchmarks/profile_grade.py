@@ -118,15 +118,13 @@ def instrument(profile: Profile) -> None:
 
     batch._store_group = stored
     profile.wrap(batch, "grade_item", None, set_item)
-    profile.wrap(batch, "read_submission", "read+sanitize")
+    profile.wrap(batch, "prepare", "read+sanitize")
     profile.wrap(batch, "sanitize", "read+sanitize")
     profile.wrap(batch, "_store", None, set_store_item)
     for name in ("write_notebook", "record_grades", "autograded_digest"):
         profile.wrap(batch, name, f"store: {name}")
     profile.wrap(store.State, "save", "store: state")
-    from nbgrader.coursedir import CourseDirectory
-
-    profile.wrap(CourseDirectory, "get_existing_timestamp", "store: timestamp")
+    profile.wrap(batch, "submission_time", "store: timestamp")
     profile.wrap(runner, "execute", "execute: total")
 
     plan_cells = runner.plan_cells
@@ -191,7 +189,7 @@ def instrument(profile: Profile) -> None:
     runner.judge_cell = judged
 
     for owner, name in ((batch, "load_assignment"), (batch, "course_secret"), (batch, "fingerprint"),
-                        (batch, "apply_late_penalties"), (batch, "copy_other_files"), (class_report, "write"), (batch, "_grade_all"),
+                        (batch, "finish"), (class_report, "write"), (batch, "_grade_all"),
                         (batch, "write_csv")):
         profile.wrap(owner, name, f"batch: {name}")
     profile.wrap(batch.State, "__init__", "batch: load state")

@@ -29,7 +29,7 @@ class LocalProber:
     """Probes the learner's namespace in this process (a notebook's kernel, the CLI)."""
 
     ns: Mapping[str, Any]
-    check_timeout: float = 5.0
+    check_timeout: float = dataclasses.field(default_factory=lambda: Limits().check_timeout)
 
     def missing(self, name: str) -> list[str]:
         """See Prober."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import hashlib
+import io
 import json
 import os
 import sys
@@ -24,15 +25,29 @@ from ..settings import BatchGrading, Limits, Tolerance
 from . import class_report, runner, sandbox
 from .formgrader import AUTOGRADED_HASH, autograded_digest, autograded_untouched, flag_box
 from .judge import stopped_output
-from .late import apply_late_penalties
+from .late import LatePenalties, submission_time
 from .other_files import copy_other_files
 from .runner import Graded, zero_scores
-from .sanitize import Unreadable, read_submission, sanitize
+from .safe_html import escape_markdown, safe_notebook
+from .sanitize import notebook_bytes, parse_submission, sanitize
 from .source import AssignmentSpec, GradingError, NotebookSpec, load_assignment
-from .store import State, course_lock, course_secret, record_grades, register_students, rollback, write_notebook
+from .store import (
+    State,
+    atomic_write,
+    course_lock,
+    course_secret,
+    csv_text,
+    record_grades,
+    register_students,
+    rollback,
+    valid_text,
+    write_notebook,
+)
+from .submission import Refused, Submission, Unreadable
 
 GRADER_VERSION = f"{__version__}/grading-3"  # bump when a change to the grader may change a grade
 EDITED_STATE = "its resume record was edited outside the grader: ignored, regraded"
+UNNAMED = "the submission folder's name is not UTF-8 text (or holds a control character): not graded; rename the folder"
 
 
 @dataclass(frozen=True)
@@ -65,6 +80,13 @@ class Row:
     misconceptions: list[str] = field(default_factory=list)  # ids of the likely mistakes (the class report counts them)
     late: str = ""  # how late the submission is ("2 d 3 h"), whatever the penalty; "" when on time
     attempted: bool = True  # False when every solution cell is as released (nbgrader's "No response.")
+
+    def validate(self) -> None:
+        """Make every text of the row one that each writer can encode (a lone surrogate cannot be UTF-8)."""
+        self.student, self.notebook, self.status = valid_text(self.student), valid_text(self.notebook), valid_text(self.status)
+        self.reason = valid_text(self.reason)
+        self.flags = [valid_text(f) for f in dict.fromkeys(self.flags)]
+        self.misconceptions = [valid_text(m) for m in self.misconceptions]
 
 
 @dataclass
@@ -111,47 +133,78 @@ def fingerprint(path: Path, spec: AssignmentSpec, settings: str) -> str:
     """Changes whenever the submitted file, the assignment's source, the grader or its settings change."""
     h = hashlib.sha256()
     try:
-        with open(path, "rb") as f:
+        with Submission.scan(path.parent).open(path.name) as f:  # never a link, FIFO or device: it is refused
             for chunk in iter(lambda: f.read(1 << 20), b""):
                 h.update(chunk)
+    except Refused as exc:
+        h.update(f"<refused: {exc}>".encode("utf-8", "surrogatepass"))
     except OSError:
         h.update(b"<missing>")
     h.update(f"\0{spec.fingerprint}\0{GRADER_VERSION}\0{settings}".encode())
     return h.hexdigest()
 
 
-def not_graded(release_nb: Path, spec: NotebookSpec, reason: str) -> Graded:
+def not_graded(release_nb: Path, spec: NotebookSpec, reason: str, flags: list[str] | None = None) -> Graded:
     """Zero for every grade cell, the reason on every solution cell and atop the notebook shown as feedback."""
     nb = None
     try:
         nb = sanitize(nbformat.read(release_nb, as_version=4), spec).nb
     except Exception:
         nb = nbformat.v4.new_notebook()
-    nb.cells.insert(0, nbformat.v4.new_markdown_cell(f"**This notebook could not be graded: {reason}.** Every test cell scores 0."))
+    nb.cells.insert(0, nbformat.v4.new_markdown_cell(f"**This notebook could not be graded: {escape_markdown(reason)}.** "
+                                                     "Every test cell scores 0."))
     for cell in nb.cells:
         if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("grade"):
             cell.outputs = [nbformat.from_dict(stopped_output(reason))]
-    graded = runner.score(nb, spec, [], reason)
+    graded = runner.score(nb, spec, list(flags or []), reason)
     graded.scores, graded.ran = zero_scores(spec), False
-    graded.comments = {c.name: f"Not graded: {reason}" for c in spec.cells.values() if c.solution}
+    graded.comments = {c.name: f"Not graded: {escape_markdown(reason)}" for c in spec.cells.values() if c.solution}
     return graded
+
+
+@dataclass
+class Prepared:
+    """One notebook as read from its submission, with everything grading needs of the submission's files."""
+
+    data: bytes  # the notebook file
+    files: dict[str, str]  # the other files, as `Submission.other_files` gives them
+    flags: list[str]  # the submission's refused files (links, FIFOs, devices, outside hard links), named
+
+
+def prepare(item: Item, limits: Limits) -> Prepared:
+    """Read one notebook and its submission's other files through `Submission` (local and cluster grading alike);
+    Unreadable when the notebook cannot be graded (Refused: it is not a regular file of its own, FLAGGED)."""
+    submission = Submission.scan(item.path.parent)
+    data = notebook_bytes(submission, item.notebook, limits.notebook_mb * 2**20)
+    files = submission.other_files(sandbox.MAX_FILES_BYTES)
+    others = {rel for rel in submission.refused if not rel.endswith(".ipynb")}
+    return Prepared(data, files, submission.flags(others))
+
+
+def unreadable(release_nb: Path, spec: NotebookSpec, exc: Unreadable) -> Graded:
+    """The notebook graded 0 with why it cannot be read; FLAGGED when it was refused."""
+    return not_graded(release_nb, spec, str(exc), [str(exc)] if isinstance(exc, Refused) else [])
 
 
 def grade_item(item: Item, spec: NotebookSpec, course: Course, assignment: str, limits: Limits, tolerance: Tolerance,
                other_ids: dict[str, str] | None = None, secret: bytes | None = None) -> Graded:
     """Read, sanitize, execute and judge one notebook; an unreadable one is graded 0 with its reason."""
     try:
-        return grade_notebook(read_submission(item.path, limits.notebook_mb * 2**20), spec, limits, tolerance,
-                              item.path.parent, other_ids, secret)
+        prepared = prepare(item, limits)
+        return grade_notebook(parse_submission(prepared.data), spec, limits, tolerance, prepared.files, other_ids, secret,
+                              prepared.flags)
     except Unreadable as exc:
-        return not_graded(course.release(assignment) / f"{item.notebook}.ipynb", spec, str(exc))
+        return unreadable(course.release(assignment) / f"{item.notebook}.ipynb", spec, exc)
 
 
 def grade_notebook(nb: nbformat.NotebookNode, spec: NotebookSpec, limits: Limits, tolerance: Tolerance,
                    files_from: Path | dict[str, str] | None, other_ids: dict[str, str] | None = None,
-                   secret: bytes | None = None) -> Graded:
-    """Sanitize, execute in a sandboxed worker and judge one read notebook (Unreadable when it cannot be graded)."""
-    graded = runner.execute(sanitize(nb, spec, other_ids), spec, limits, tolerance, files_from, secret)
+                   secret: bytes | None = None, flags: list[str] | tuple[str, ...] = ()) -> Graded:
+    """Sanitize, execute in a sandboxed worker and judge one read notebook (Unreadable when it cannot be graded);
+    `flags` (the submission's refused files) come first among its own."""
+    sanitized = sanitize(nb, spec, other_ids)
+    sanitized.flags[:0] = list(flags)
+    graded = runner.execute(sanitized, spec, limits, tolerance, files_from, secret)
     if graded.reason and not any(c.get("execution_count") for c in graded.nb.cells if c.cell_type == "code"):
         graded.reason, graded.ran = f"could not run: {graded.reason}", False
     return graded
@@ -202,6 +255,10 @@ def run(options: Options) -> list[Row]:
         students = course.students(options.assignment, options.students)
         if not students:
             raise GradingError(f"no submissions of {options.assignment!r} in {course.root / course.coursedir.submitted_directory}")
+        unnamed = [s for s in students if valid_text(s) != s or "\n" in s]  # no gradebook, CSV or page can hold the id
+        for student in unnamed:
+            rows += [Row(valid_text(student), name, 0.0, nb.max_score, NOT_GRADED, reason=UNNAMED) for name, nb in spec.notebooks.items()]
+        students = [s for s in students if s not in unnamed]
         for student in students:
             folder = course.submitted(student, options.assignment)
             for name in spec.notebooks:
@@ -228,20 +285,64 @@ def run(options: Options) -> list[Row]:
         for row in rows:  # a record the grader did not write (its HMAC fails) was ignored: say so
             if State.key(options.assignment, row.student, row.notebook) in state.rejected:
                 row.reason = "; ".join(x for x in (row.reason, EDITED_STATE) if x)
-        apply_late_penalties(course.coursedir, options.assignment, rows)
-        copy_other_files(course.coursedir, options.assignment, (r.student for r in rows))
+        finish(course, options.assignment, [r for r in rows if r.reason != UNNAMED])
     rows.sort(key=lambda r: (r.student, r.notebook))
     if options.unsafe_no_sandbox:
         for row in rows:
             if sandbox.UNSANDBOXED not in row.reason:
                 row.reason = "; ".join(x for x in (row.reason, sandbox.UNSANDBOXED) if x)
+    for row in rows:
+        row.validate()
+    write_outputs(course, options, rows)
+    return rows
+
+
+def finish(course: Course, assignment: str, rows: list[Row]) -> None:
+    """The steps after grading, one submission at a time: its time and late penalties (`late`), then its other files
+    into autograded/ (`other_files`). A step that fails for one submission says why in that submission's rows; every
+    other submission is penalised and copied as usual."""
+    by_student: dict[str, list[Row]] = {}
+    for row in rows:
+        by_student.setdefault(row.student, []).append(row)
+    penalties = LatePenalties(course.coursedir)
+    with Gradebook(course.coursedir.db_url, course.coursedir.course_id) as gb:
+        for student, its_rows in by_student.items():
+            submission = Submission.scan(course.submitted(student, assignment))
+            _per_submission(gb, its_rows, "its submission time and late penalty", penalties.apply, gb, assignment,
+                            submission, its_rows)
+            _per_submission(gb, its_rows, "copying its other files into autograded/", copy_other_files, course.coursedir,
+                            assignment, student, submission)
+
+
+def _per_submission(gb: Gradebook, rows: list[Row], what: str, step: Any, *args: Any) -> None:
+    """Run one submission's step; if it fails, its rows say why (its gradebook changes are rolled back), and only they."""
+    try:
+        step(*args)
+    except Exception as exc:
+        rollback(gb)
+        why = f"{what} failed ({type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''})"
+        for row in rows:
+            row.reason = "; ".join(x for x in (row.reason, why) if x)
+
+
+def write_outputs(course: Course, options: Options, rows: list[Row]) -> None:
+    """The summary CSV (when asked) and the class report, each written whole or not at all (a run that dies leaves the
+    previous file); GradingError when one cannot be written (the grades are stored either way)."""
+    errors = []
     if options.csv_path is not None:  # "" (a bare --csv): the course folder, where the rest of the course's files are
         csv_path = options.csv_path or str(course.root / f"{options.assignment}-summary.csv")
-        write_csv(rows, csv_path, options.assignment, keep_other_students=bool(options.students))
-        options.written.append(Path(csv_path).resolve())
-    page = class_report.write(course.root, options.assignment, rows)
-    options.written += [page, page.with_name(f"{options.assignment}-misconceptions.csv")]
-    return rows
+        try:
+            write_csv(rows, csv_path, options.assignment, keep_other_students=bool(options.students))
+            options.written.append(Path(csv_path).resolve())
+        except OSError as exc:
+            errors.append(f"the summary CSV {csv_path} ({exc.strerror or exc})")
+    try:
+        page = class_report.write(course.root, options.assignment, rows)
+        options.written += [page, page.with_name(f"{options.assignment}-misconceptions.csv")]
+    except OSError as exc:
+        errors.append(f"the class report in {course.root / class_report.REPORT_DIR} ({exc.strerror or exc})")
+    if errors:
+        raise GradingError(f"every grade is stored, but could not write {' or '.join(errors)}")
 
 
 def _grade_all(todo: list[tuple[Item, str]], spec: AssignmentSpec, course: Course, options: Options, limits: Limits,
@@ -337,11 +438,10 @@ def _store(gb: Gradebook, course: Course, assignment: str, item: Item, fp: str, 
     """The notebook's file, its gradebook rows (not committed) and its row; the state record to keep once committed."""
     out_dir = course.autograded(item.student, assignment)
     path = out_dir / f"{item.notebook}.ipynb"
-    digest = write_notebook(graded.nb, path) if graded.nb is not None else autograded_digest(path)
-    timestamp = course.coursedir.get_existing_timestamp(str(item.path.parent)) if item.path.parent.is_dir() else None
-    stamp = item.path.parent / "timestamp.txt"
-    if stamp.is_file():
-        (out_dir / "timestamp.txt").write_bytes(stamp.read_bytes())
+    graded.flags = [valid_text(f) for f in graded.flags]
+    graded.reason, graded.notes = valid_text(graded.reason), [valid_text(n) for n in graded.notes]
+    digest = write_notebook(safe_notebook(graded.nb), path) if graded.nb is not None else autograded_digest(path)
+    timestamp = submission_time(Submission.scan(item.path.parent)).when  # `finish` flags a time it cannot read
     flagged = flag_box(graded.flags, state.get(State.key(assignment, item.student, item.notebook)))
     record_grades(gb, assignment, item.student, item.notebook, graded, timestamp, flagged, commit=False)
     status = GRADED if graded.ran else NOT_GRADED
@@ -378,16 +478,17 @@ def write_csv(rows: list[Row], path: str, assignment: str, keep_other_students: 
     lines = [[r.student, assignment, r.notebook, f"{r.score:g}", f"{r.max_score:g}", r.status, "; ".join(r.flags), r.reason]
              for r in rows]
     if keep_other_students and os.path.isfile(path):
-        with open(path, newline="") as f:
+        with open(path, newline="", encoding="utf-8", errors="replace") as f:
             old = list(csv.reader(f))
-        ours = {r.student for r in rows}
+        ours = {csv_text([r.student])[0] for r in rows}
         if old and old[0] == head:
             lines += [ln for ln in old[1:] if len(ln) == len(head) and ln[0] not in ours]
             lines.sort(key=lambda ln: (ln[0], ln[2]))
-    with open(path, "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(head)
-        w.writerows(lines)
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    w.writerow(head)
+    w.writerows(csv_text(ln) for ln in lines)
+    atomic_write(Path(path), buf.getvalue().encode("utf-8"))
 
 
 def as_dicts(rows: list[Row]) -> list[dict[str, Any]]:

@@ -186,16 +186,21 @@ def render_csv(rows: Sequence[NotebookResult]) -> str:
     buf = io.StringIO()
     w = csv.writer(buf)
     w.writerow(["misconception", "method", "students", "student_ids", "notebooks", "sentence"])
+    from .store import csv_text
+
     for m in common_misconceptions(rows):
-        w.writerow([m.id, m.method, len(m.students), " ".join(m.students), " ".join(m.notebooks), m.sentence])
+        w.writerow([*csv_text([m.id, m.method]), len(m.students), *csv_text([" ".join(m.students), " ".join(m.notebooks),
+                                                                            m.sentence])])
     return buf.getvalue()
 
 
 def write(course_root: Path, assignment: str, rows: Sequence[NotebookResult]) -> Path:
     """Write reports/<assignment>.html and reports/<assignment>-misconceptions.csv in the course; return the page."""
+    from .store import atomic_write, valid_text
+
     folder = Path(course_root) / REPORT_DIR
-    folder.mkdir(parents=True, exist_ok=True)
     page = folder / f"{assignment}.html"
-    page.write_text(render_html(assignment, rows), encoding="utf-8")
-    (folder / f"{assignment}-misconceptions.csv").write_text(render_csv(rows), encoding="utf-8")
+    # each file whole or not at all (a run that dies leaves the previous one), from text every writer can encode
+    atomic_write(page, valid_text(render_html(assignment, rows)).encode("utf-8"))
+    atomic_write(folder / f"{assignment}-misconceptions.csv", valid_text(render_csv(rows)).encode("utf-8"))
     return page

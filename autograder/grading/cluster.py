@@ -51,7 +51,8 @@ class Job:
     student: str
     notebook: str
     data: bytes  # the submitted notebook file
-    files: dict[str, str]  # the submission's other files, as `sandbox.submission_files` gives them
+    files: dict[str, str]  # the submission's other files, as `Submission.other_files` gives them
+    flags: tuple[str, ...] = ()  # the submission's refused files, named (batch.prepare)
 
 
 def settings_of(configurable: Limits | Tolerance) -> dict[str, Any]:
@@ -79,7 +80,7 @@ def grade_job(job: Job, spec: NotebookSpec, other_ids: dict[str, str], limits: d
         _withdraw(str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__)
         raise SandboxLost(f"the grading sandbox of this worker stopped and cannot start again: {exc}") from None
     try:
-        return grade_notebook(nb, spec, Limits(**limits), Tolerance(**tolerance), job.files, other_ids, secret)
+        return grade_notebook(nb, spec, Limits(**limits), Tolerance(**tolerance), job.files, other_ids, secret, job.flags)
     except Unreadable as exc:
         return str(exc)
 
@@ -213,10 +214,10 @@ def grade_on_cluster(todo: list[tuple[Item, str]], spec: Any, course: Course, op
     """Grade `todo` on the cluster; store each result here as it arrives, with the progress bar of a local run."""
     from tqdm import tqdm
 
-    from .batch import NOT_GRADED, Row, _store_group, not_graded
+    from .batch import NOT_GRADED, Row, _store_group, not_graded, prepare, unreadable
     from .runner import Graded
-    from .sanitize import Unreadable, submitted_bytes
     from .source import GradingError
+    from .submission import Unreadable
 
     rows: list[Row] = []
     if not todo:
@@ -261,12 +262,15 @@ def grade_on_cluster(todo: list[tuple[Item, str]], spec: Any, course: Course, op
                         return
                     item, fp = nxt
                     nb_spec = spec.notebooks[item.notebook]
-                    try:
-                        data = submitted_bytes(item.path, limits.notebook_mb * 2**20)
-                    except Unreadable as exc:  # missing, empty, too big: no worker needed to say so
-                        store([(item, fp, not_graded(release[item.notebook], nb_spec, str(exc)))])
+                    try:  # read here exactly as a local run reads it (batch.prepare), inside the notebook's boundary
+                        prepared = prepare(item, limits)
+                    except Unreadable as exc:  # missing, empty, too big, refused: no worker needed to say so
+                        store([(item, fp, unreadable(release[item.notebook], nb_spec, exc))])
                         continue
-                    job = Job(item.student, item.notebook, data, sandbox.submission_files(item.path.parent))
+                    except Exception as exc:  # a grader bug reading one submission must not lose the rest of the batch
+                        store([(item, fp, not_graded(release[item.notebook], nb_spec, f"grader error {type(exc).__name__}: {exc}"))])
+                        continue
+                    job = Job(item.student, item.notebook, prepared.data, prepared.files, tuple(prepared.flags))
                     others = {g: nb for g, nb in owners.items() if nb != item.notebook}
                     future = client.submit(grade_job, job, nb_spec, others, *settings, secret, resources={RESOURCE: 1},
                                            retries=RETRIES, key=f"grade-{options.assignment}/{item.label}-{run}")

@@ -2,36 +2,45 @@
 
 nbgrader copies every other file of the submission (`timestamp.txt`, the exchange's `submission_secret.txt` that
 `release_feedback` needs, a learner's data file), then the instructor's master copy of every other source file
-(`Autograde.exclude_overwriting` names those the learner's version wins for).
+(`Autograde.exclude_overwriting` names those the learner's version wins for). Here the learner's files are read
+through `Submission`: only its regular files are copied (a link, FIFO or device is refused and flagged there, so a
+link to a file of the grading machine never comes back as feedback).
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterable
 
 from nbgrader.coursedir import CourseDirectory
-from nbgrader.utils import find_all_files
+from nbgrader.utils import find_all_files, is_ignored
+
+from .submission import Submission
 
 
-def copy_other_files(coursedir: CourseDirectory, assignment: str, students: Iterable[str]) -> None:
-    """For each student with a submission, copy its non-notebook files, then the source's, into autograded/."""
+def copy_other_files(coursedir: CourseDirectory, assignment: str, student: str, submission: Submission) -> None:
+    """One student's regular non-notebook files, then the source's, into their autograded/ folder."""
+    if not submission.folder.is_dir() or submission.problem:
+        return
     autograde = coursedir.config["Autograde"] if "Autograde" in coursedir.config else {}
     keep = set(autograde.get("exclude_overwriting", {}).get(assignment, []))
     source = coursedir.format_path(coursedir.source_directory, ".", assignment)
     masters = [f for f in find_all_files(source, [*coursedir.ignore, "*.ipynb"]) if os.path.relpath(f, source) not in keep]
-    for student in dict.fromkeys(students):
-        submitted = coursedir.format_path(coursedir.submitted_directory, student, assignment)
-        if not os.path.isdir(submitted):
+    dest = coursedir.format_path(coursedir.autograded_directory, student, assignment)
+    for rel in sorted(submission.files):
+        if rel.endswith(".ipynb") or any(is_ignored(part, coursedir.ignore) for part in rel.split("/")):
             continue
-        dest = coursedir.format_path(coursedir.autograded_directory, student, assignment)
-        for base, files in ((submitted, find_all_files(submitted, [*coursedir.ignore, "*.ipynb"])), (source, masters)):
-            for f in files:
-                if os.path.islink(f):
-                    continue  # a learner's link to a file of the grading machine must not come back as feedback
-                target = os.path.join(dest, os.path.relpath(f, base))
-                os.makedirs(os.path.dirname(target), exist_ok=True)
-                if os.path.lexists(target):
-                    os.remove(target)
-                shutil.copy(f, target)
+        target = _fresh(dest, rel)
+        with submission.open(rel) as src, open(target, "wb") as out:
+            shutil.copyfileobj(src, out)
+    for f in masters:
+        shutil.copy(f, _fresh(dest, os.path.relpath(f, source)))
+
+
+def _fresh(dest: str, rel: str) -> str:
+    """The target path of `rel` in `dest`, its folder made and any old file (or link) at it removed."""
+    target = os.path.join(dest, rel)
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    if os.path.lexists(target):
+        os.remove(target)
+    return target

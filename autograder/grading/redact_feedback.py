@@ -13,7 +13,7 @@ from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor, Preprocessor
 from nbgrader.preprocessors import GetGrades
 from traitlets import Bool
 
-from .sanitize import HIDDEN, HIDDEN_NOTE
+from .sanitize import HIDDEN_NOTE, replace_hidden
 
 
 class RedactHiddenTests(Preprocessor):
@@ -22,8 +22,9 @@ class RedactHiddenTests(Preprocessor):
     enabled = Bool(True, help="nbconvert runs only enabled preprocessors; this one is the point of being listed").tag(config=True)
 
     def preprocess_cell(self, cell: Any, resources: dict[str, Any], index: int) -> tuple[Any, dict[str, Any]]:
-        if cell.cell_type == "code" and HIDDEN.search(cell.source):
-            cell.source = HIDDEN.sub(HIDDEN_NOTE, cell.source)
+        redacted = replace_hidden(cell.source, HIDDEN_NOTE) if cell.cell_type == "code" else cell.source
+        if redacted != cell.source:
+            cell.source = redacted
             for output in cell.get("outputs", []):
                 if output.get("output_type") == "error":  # IPython's traceback quotes the cell's source lines
                     output["traceback"] = [f"{output.get('ename', 'Error')}: {output.get('evalue', '')}"]

@@ -18,6 +18,7 @@ from ..settings import Limits, Tolerance
 from . import channel, sandbox
 from .channel import Violation
 from .judge import Unanswered, flag_output, judge_cell, stopped_output
+from .safe_html import escape_markdown
 from .sandbox import frames
 from .sanitize import Sanitized, redact_hidden_tests
 from .source import NotebookSpec, SourceCell
@@ -215,11 +216,11 @@ def annotate(nb: NotebookNode, flags: list[str], notes: list[str]) -> None:
     """A first cell telling the learner (and the instructor, in the feedback) what the grader flagged and noticed."""
     if not flags and not notes:
         return
-    text = ""
+    text = ""  # the flags and notes quote learner code (exception names, objects' reprs): escaped, never markup
     if flags:
-        text += "**⚠ Flagged for review by the instructor:**\n\n" + "".join(f"- {f}\n" for f in flags) + "\n"
+        text += "**⚠ Flagged for review by the instructor:**\n\n" + "".join(f"- {escape_markdown(f)}\n" for f in flags) + "\n"
     if notes:
-        text += "**Grading notes:**\n\n" + "".join(f"- {n}\n" for n in notes)
+        text += "**Grading notes:**\n\n" + "".join(f"- {escape_markdown(n)}\n" for n in notes)
     nb.cells.insert(0, nbformat.v4.new_markdown_cell(text.strip()))
 
 

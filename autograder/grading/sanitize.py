@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
-import re
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import nbformat
@@ -14,14 +12,10 @@ from nbformat import NotebookNode
 from nbgrader import utils as nbutils
 
 from .source import NotebookSpec
+from .submission import Refused, Submission, Unreadable
 
-MAX_NOTEBOOK_BYTES = 20 * 1024 * 1024  # default of Limits.notebook_mb: the workbook's notebooks are ~100 kB
-HIDDEN = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS.*?^[ \t]*### END HIDDEN TESTS[^\n]*\n?", re.S | re.M)
+BEGIN_HIDDEN, END_HIDDEN = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
 HIDDEN_NOTE = "# (hidden tests: run by the grader, source not shown)\n"
-
-
-class Unreadable(Exception):
-    """The submission cannot be graded at all; the message is the reason recorded for it."""
 
 
 @dataclass
@@ -33,31 +27,29 @@ class Sanitized:
     notes: list[str] = field(default_factory=list)  # repairs and oddities (missing, moved, retyped cells)
 
 
-def read_submission(path: Path, max_bytes: int = MAX_NOTEBOOK_BYTES) -> NotebookNode:
-    """The notebook at `path`, or Unreadable with a short reason."""
-    return parse_submission(submitted_bytes(path, max_bytes))
-
-
-def submitted_bytes(path: Path, max_bytes: int = MAX_NOTEBOOK_BYTES) -> bytes:
-    """The submitted file's bytes, within the size limit, or Unreadable with a short reason."""
+def notebook_bytes(submission: Submission, name: str, max_bytes: int) -> bytes:
+    """The bytes of the submitted notebook `name`, within the size limit; Unreadable (Refused: flagged) with why."""
+    rel = f"{name}.ipynb"
+    why = submission.why_refused(rel)
+    if why:
+        raise Refused(f"{why}; scored 0")
+    st = submission.files.get(rel)
+    if st is None:
+        raise Unreadable("no submitted notebook")
+    if st.st_size == 0:
+        raise Unreadable("the notebook file is empty")
+    if st.st_size > max_bytes:
+        raise Unreadable(f"the notebook file is {st.st_size / 2**20:.0f} MB (more than the limit of {max_bytes / 2**20:g} MB)")
     try:
-        size = path.stat().st_size
+        return submission.read(rel, max_bytes)
     except FileNotFoundError:
         raise Unreadable("no submitted notebook") from None
-    except OSError as exc:
-        raise Unreadable(f"cannot read the notebook ({exc.strerror})") from None
-    if size == 0:
-        raise Unreadable("the notebook file is empty")
-    if size > max_bytes:
-        raise Unreadable(f"the notebook file is {size / 2**20:.0f} MB (more than the limit of {max_bytes / 2**20:g} MB)")
-    try:
-        return path.read_bytes()
     except OSError as exc:
         raise Unreadable(f"cannot read the notebook ({exc.strerror})") from None
 
 
 def parse_submission(raw: bytes) -> NotebookNode:
-    """The notebook in a submitted file's bytes (read by `read_submission`, or sent to a cluster worker), or Unreadable."""
+    """The notebook in a submitted file's bytes (read by `notebook_bytes`, or sent to a cluster worker), or Unreadable."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -99,9 +91,38 @@ def _clean_cell(raw: Any) -> NotebookNode | None:
     return cell
 
 
+def replace_hidden(source: str, note: str) -> str:
+    """`source` with every hidden-tests block replaced by `note`, as nbgrader's own pattern finds them.
+
+    A block runs from a line starting (after spaces and tabs) with `### BEGIN HIDDEN TESTS` to the next line starting
+    with `### END HIDDEN TESTS`, both included; a BEGIN with no END after it stays as it is. One pass over the lines
+    (a lazy regex over them took time quadratic in the number of unterminated BEGIN lines a learner can write).
+    """
+    if BEGIN_HIDDEN not in source:
+        return source
+    parts = source.split("\n")
+    lines = [p + "\n" for p in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
+    ends = [i for i, line in enumerate(lines) if line.lstrip(" \t").startswith(END_HIDDEN)]
+    out: list[str] = []
+    i, k = 0, 0  # k: the first END line not consumed yet
+    while i < len(lines):
+        if not lines[i].lstrip(" \t").startswith(BEGIN_HIDDEN):
+            out.append(lines[i])
+            i += 1
+            continue
+        while k < len(ends) and ends[k] <= i:
+            k += 1
+        if k == len(ends):  # no END after this BEGIN, nor after any later one
+            out.extend(lines[i:])
+            break
+        out.append(note)
+        i = ends[k] + 1
+    return "".join(out)
+
+
 def release_text(src: Any) -> str:
     """What the learner's copy of a locked cell holds: the source without its hidden tests."""
-    return HIDDEN.sub("", src.source).strip()
+    return replace_hidden(src.source, "").strip()
 
 
 def sanitize(nb: NotebookNode, spec: NotebookSpec, other_ids: dict[str, str] | None = None) -> Sanitized:
@@ -185,13 +206,11 @@ def _overwrite(cell: NotebookNode, src: Any, out: Sanitized) -> None:
         else:
             cell.pop("outputs", None)
             cell.pop("execution_count", None)
-    nbg = cell.metadata["nbgrader"]
-    nbg.update({"grade": src.grade, "solution": src.solution, "locked": src.locked, "grade_id": src.name,
-                "checksum": src.checksum, "schema_version": 3})
+    # exactly the source's keys: a learner's own (`task`, `comment`...) would change how nbgrader's templates show it
+    nbg = cell.metadata["nbgrader"] = NotebookNode({"grade": src.grade, "solution": src.solution, "locked": src.locked,
+                                                    "grade_id": src.name, "checksum": src.checksum, "schema_version": 3})
     if src.grade:
         nbg["points"] = src.points
-    else:
-        nbg.pop("points", None)
     if src.locked and nbutils.compute_checksum(cell) != src.checksum:
         if cell.source.strip() != release_text(src):  # the release lacks the hidden tests
             out.flags.append(f"locked cell {src.name} edited (restored from the source before grading)")
@@ -200,4 +219,4 @@ def _overwrite(cell: NotebookNode, src: Any, out: Sanitized) -> None:
 
 def redact_hidden_tests(source: str) -> str:
     """The grade cell's source without the hidden tests, for the autograded notebook and the feedback."""
-    return HIDDEN.sub(HIDDEN_NOTE, source)
+    return replace_hidden(source, HIDDEN_NOTE)

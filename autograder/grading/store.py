@@ -87,6 +87,38 @@ def atomic_write(path: Path, data: bytes, durable: bool = True) -> None:
         raise
 
 
+def valid_text(text: str) -> str:
+    """`text` with every lone surrogate (which no UTF-8 writer can encode: it came from a worker, or a file name that
+    is not UTF-8) replaced by U+FFFD, and NUL and the other control characters but tab and newline by U+FFFD too."""
+    text = str(text)
+    return text if text.isprintable() else text.translate(_INVALID)
+
+
+_INVALID = {c: "\ufffd" for c in [*range(0x20), 0x7F, *range(0xD800, 0xE000)] if chr(c) not in "\t\n"}
+_SURROGATES = {c: "\ufffd" for c in range(0xD800, 0xE000)}
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")  # a spreadsheet reads a cell starting so as a formula
+
+
+def csv_text(cells: list[str]) -> list[str]:
+    """A CSV line's cells as safe text: valid UTF-8, and a cell a spreadsheet would run as a formula quoted with `'`
+    (OWASP's advice; numbers are not touched)."""
+    out = []
+    for cell in cells:
+        cell = valid_text(cell)
+        if cell.startswith(FORMULA_START) and not _number(cell):
+            cell = "'" + cell
+        out.append(cell)
+    return out
+
+
+def _number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 def write_notebook(nb: nbformat.NotebookNode, path: Path) -> str:
     """The autograded notebook, atomically; returns its SHA-256 (the state records it).
 
@@ -94,7 +126,11 @@ def write_notebook(nb: nbformat.NotebookNode, path: Path) -> str:
     """
     # nbformat.writes would validate first, and only warn when invalid: the cells came through sanitize and the
     # outputs through the channel's checks, so the same bytes are written without that pass (~40% of the write)
-    data = nbformat.v4.writes_json(nb).encode()
+    text = nbformat.v4.writes_json(nb)
+    try:
+        data = text.encode()
+    except UnicodeEncodeError:  # a lone surrogate in an output or flag (a worker sent it): written as U+FFFD
+        data = text.translate(_SURROGATES).encode()
     atomic_write(path, data, durable=False)
     return hashlib.sha256(data).hexdigest()
 

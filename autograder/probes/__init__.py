@@ -193,8 +193,11 @@ def _error(exc: BaseException) -> dict[str, Any]:
     return obs
 
 
-def observe(check_name: str, ns: Mapping[str, Any], case: dict[str, Any], check_timeout: float = 5.0) -> dict[str, Any]:
-    """Run the probe the case asks for on learner code, with a time limit and captured output; errors become data."""
+def observe(check_name: str, ns: Mapping[str, Any], case: dict[str, Any], check_timeout: float) -> dict[str, Any]:
+    """Run the probe the case asks for on learner code, with a time limit and captured output; errors become data.
+
+    `check_timeout` is the caller's `Limits.check_timeout` (the probe side imports no settings: it runs in the sandbox).
+    """
     probe = PROBES[case["probe"]]
     try:
         with captured_output(), time_limit(check_timeout):

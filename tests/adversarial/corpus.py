@@ -164,7 +164,7 @@ def add_table(hidden_too: bool) -> nbformat.NotebookNode:
 
     for hidden in (False, True) if hidden_too else (False,):
         for case in checks.get("add_forward").make_cases(hidden):
-            probes.observe("add_forward", {"Value": Recorder}, case)
+            probes.observe("add_forward", {"Value": Recorder}, case, check_timeout=5.0)
     code = (f"ANSWERS = {table!r}\n\n\ndef __add__(self, other):\n"
             "    return Value(ANSWERS.get((self.data, other.data), 0.0), (self, other), \"+\")\n\n\nValue.__add__ = __add__")
     cell(nb := solved(), "ex_02_add").source = code
