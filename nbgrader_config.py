@@ -47,9 +47,9 @@ if "nbgrader.converters" in sys.modules:
     c.GenerateFeedback.exporter_class = "autograder.grading.feedback_page.FeedbackExporter"
 
 # ---- nbgrader: every HTML export of a notebook (the feedback, and the formgrader's view of a submission) first makes
-# learner content inert: no script runs, no HTML, SVG or markdown is shown uncleaned (autograder/grading/safe_html.py).
+# learner content inert: no script runs, no HTML, SVG or markdown is shown uncleaned (autograder/grading/safe_html.py, safe_export.py).
 # nbgrader's own feedback and formgrade templates would render a submission's script as it is.
-c.HTMLExporter.preprocessors = ["autograder.grading.safe_html.SafeHTML"]
+c.HTMLExporter.preprocessors = ["autograder.grading.safe_export.SafeHTML"]
 
 # ---- nbgrader: late submissions. Both graders apply this plugin to every notebook submitted after the due date
 # (plus the student's extension). 'none' (nbgrader's default) records no penalty; 'zero' takes the notebook's

@@ -266,7 +266,7 @@ def _export(nb: nbformat.NotebookNode, template: str, tmp_path: Path | None = No
     from traitlets.config import Config
 
     config = Config()
-    config.HTMLExporter.preprocessors = ["autograder.grading.safe_html.SafeHTML"]  # as nbgrader_config.py sets it
+    config.HTMLExporter.preprocessors = ["autograder.grading.safe_export.SafeHTML"]  # as nbgrader_config.py sets it
     config.HTMLExporter.template_name = template
     config.HTMLExporter.extra_template_basedirs = [handlers.template_path]
     # as GenerateFeedback sets it: the page inlines bootstrap's CSS
@@ -320,7 +320,7 @@ def test_grading_config_loaded_from_a_config_in_another_folder_sees_the_course_s
                    load_config(course_config), load_config(ROOT / "grading_config.py")):
         assert config.CourseDirectory.source_directory == str(ROOT / "solutions")
         assert config.CourseDirectory.course_id == "autograd-workbook"
-        assert config.HTMLExporter.preprocessors == ["autograder.grading.safe_html.SafeHTML"]
+        assert config.HTMLExporter.preprocessors == ["autograder.grading.safe_export.SafeHTML"]
     assert Limits(config=load_config(course_config)).cell_timeout == 7.0
 
 

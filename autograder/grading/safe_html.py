@@ -15,7 +15,7 @@ Here every piece of learner content is made inert before any template sees it:
   base64, output and cell metadata keep only what the templates need, and cell ids must be nbformat's ids.
 
 The grader applies `safe_notebook` to every autograded notebook it writes, and `nbgrader_config.py` puts the
-`SafeHTML` preprocessor into every HTML export (`HTMLExporter.preprocessors`), so a notebook plain
+`SafeHTML` preprocessor (`safe_export.py`) into every HTML export (`HTMLExporter.preprocessors`), so a notebook plain
 `nbgrader autograde` wrote (the formgrader's ⚡ button) is rendered safely too.
 """
 
@@ -26,9 +26,7 @@ from functools import cache
 from typing import Any
 
 import nh3
-from nbconvert.preprocessors import Preprocessor
 from nbformat import NotebookNode, from_dict
-from traitlets import Bool
 
 CELL_ID = re.compile(r"[a-zA-Z0-9_-]{1,64}")  # nbformat 4.5's cell id
 GRADE_ID = re.compile(r"[a-zA-Z0-9_-]+")  # nbgrader's grade_id
@@ -169,12 +167,3 @@ def safe_notebook(nb: NotebookNode) -> NotebookNode:
         elif cell.cell_type == "code":
             cell.outputs = [_safe_output(o) for o in cell.get("outputs", [])]
     return nb
-
-
-class SafeHTML(Preprocessor):
-    """nbconvert preprocessor: `safe_notebook` before any template renders the notebook (feedback, formgrader)."""
-
-    enabled = Bool(True, help="nbconvert runs only enabled preprocessors; this one is the point of being listed").tag(config=True)
-
-    def preprocess(self, nb: NotebookNode, resources: dict[str, Any]) -> tuple[NotebookNode, dict[str, Any]]:
-        return safe_notebook(nb), resources
