@@ -31,7 +31,8 @@ from nbformat import NotebookNode, from_dict
 CELL_ID = re.compile(r"[a-zA-Z0-9_-]{1,64}")  # nbformat 4.5's cell id
 GRADE_ID = re.compile(r"[a-zA-Z0-9_-]+")  # nbgrader's grade_id
 BASE64 = re.compile(r"[A-Za-z0-9+/=\s]*")
-PICTURE = re.compile(r"data:image/(png|jpeg|gif|webp);base64,[A-Za-z0-9+/=\s]*", re.I)
+# an inline picture (an SVG shown through <img> runs no script and fetches nothing: the graph pictures are such)
+PICTURE = re.compile(r"data:image/(png|jpeg|gif|webp|svg\+xml);base64,[A-Za-z0-9+/=\s]*", re.I)
 LINK_SCHEMES = {"http", "https", "mailto"}
 KEPT_AS_IS = {"text/plain", "text/latex", "application/json"}  # shown escaped by the templates, or not shown
 PICTURES = {"image/png", "image/jpeg"}

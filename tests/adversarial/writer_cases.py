@@ -171,8 +171,8 @@ def linked_data(folder: Path, ctx: Context) -> None:
 CASES: dict[str, WriterCase] = {
     "stamp_garbage": WriterCase(stamp_garbage, 5, flag="submission time unreadable (timestamp.txt holds"),
     "stamp_fifo": WriterCase(stamp_fifo, 5, flag="timestamp.txt refused: it is a FIFO"),
-    # the worker cannot send that flag (its writer fails to encode it and skips a sequence number): flagged, stopped
-    "surrogate_flag": WriterCase(surrogate_flag, 1, flag="broke the grading protocol"),
+    # the worker's writer replaces the lone surrogate (U+FFFD) before it sends the flag: graded in full, flagged
+    "surrogate_flag": WriterCase(surrogate_flag, 5, flag="\ufffd"),
     "surrogate_output": WriterCase(surrogate_output, 5),
     "xss_outputs": WriterCase(xss_outputs, 5, xss=True),
     "xss_markdown": WriterCase(xss_markdown, 5, reason="raised <img src=x onerror=", xss=True),
