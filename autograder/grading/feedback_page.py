@@ -46,9 +46,16 @@ class ShowEachFailureOnce(Preprocessor):
         return cell, resources
 
 
+_HTML_HEADING = re.compile(r"<h[1-6][^>]*>(.*?)</h[1-6]>", re.S)
+_TAG = re.compile(r"<[^>]*>")
+
+
 def _heading(markdown: str) -> str:
-    """The last heading of a markdown cell as plain words ('' if it has none)."""
+    """The last heading of a markdown cell as plain words ('' if it has none).
+
+    The grader writes markdown cells as cleaned HTML (safe_html), so a heading is a `#` line or an `<hN>` element."""
     lines = [ln.lstrip("#").strip() for ln in markdown.splitlines() if ln.startswith("#")]
+    lines += [html.unescape(_TAG.sub("", h)).replace("¶", "").strip() for h in _HTML_HEADING.findall(markdown)]
     return re.sub(r"^Exercise:\s*", "", lines[-1]).replace("`", "") if lines else ""
 
 

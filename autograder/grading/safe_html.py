@@ -79,11 +79,27 @@ def _pygments_classes() -> set[str]:
     return {c for c in STANDARD_TYPES.values() if c}
 
 
+# the classes the grader's own check and summary outputs carry (the feedback page and its tests find them by class)
+OWN_CLASSES = {"autograder-check", "autograder-evidence", "autograder-lead", "autograder-reproduce",
+               "autograder-summary", "autograder-markdown"}
+
+
+@cache
+def _attributes() -> dict[str, set[str]]:
+    # nh3's allow-list, plus inline `style` (what the check outputs' colours and wrapping use; `_attribute` refuses a
+    # `url(...)` in it, so a style can fetch nothing) and the accessibility attributes
+    allowed = {tag: set(names) for tag, names in nh3.ALLOWED_ATTRIBUTES.items()}
+    allowed["*"] = allowed.get("*", set()) | {"style", "role", "aria-label", "title"}
+    return allowed
+
+
 def clean_html(html: str) -> str:
-    """Learner HTML with nothing that runs, fetches or restyles the page: nh3's allow-list, no class but syntax colours."""
-    classes = {"span": _pygments_classes(), "div": {"highlight"}}
+    """Learner HTML with nothing that runs or fetches: nh3's allow-list, no class but syntax colours and the grader's own."""
+    classes = {tag: OWN_CLASSES for tag in ("div", "span", "details", "summary", "pre", "table", "p")}
+    classes["span"] = classes["span"] | _pygments_classes()
+    classes["div"] = classes["div"] | {"highlight"}
     return nh3.clean(str(html), url_schemes=LINK_SCHEMES, attribute_filter=_attribute, allowed_classes=classes,
-                     clean_content_tags={"script", "style"})
+                     attributes=_attributes(), clean_content_tags={"script", "style"})
 
 
 def clean_svg(svg: str) -> str:
