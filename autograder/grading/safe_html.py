@@ -67,6 +67,9 @@ def _attribute(tag: str, attribute: str, value: str) -> str | None:
     """nh3's attribute filter: no fetch from a server, no `url(...)` other than a reference inside the picture."""
     if attribute in ("src", "srcset", "poster", "background") and _fetches(value):
         return None
+    # `data:` passes nh3's schemes for inline pictures only: an image's source that PICTURE matches, never a link
+    if attribute not in ("src", "srcset") and "".join(value.split()).lower().startswith("data:"):
+        return None
     if "url(" in value.replace(" ", "").lower() and not value.replace(" ", "").lower().startswith("url(#"):
         return None
     return value
@@ -98,7 +101,7 @@ def clean_html(html: str) -> str:
     classes = {tag: OWN_CLASSES for tag in ("div", "span", "details", "summary", "pre", "table", "p")}
     classes["span"] = classes["span"] | _pygments_classes()
     classes["div"] = classes["div"] | {"highlight"}
-    return nh3.clean(str(html), url_schemes=LINK_SCHEMES, attribute_filter=_attribute, allowed_classes=classes,
+    return nh3.clean(str(html), url_schemes=LINK_SCHEMES | {"data"}, attribute_filter=_attribute, allowed_classes=classes,
                      attributes=_attributes(), clean_content_tags={"script", "style"})
 
 
