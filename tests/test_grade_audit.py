@@ -25,7 +25,7 @@ RUNNER = r'''
 import json, sys
 from autograder.checks import run_checks
 from autograder.cli import select_checks
-from autograder.grading.audit import install_audit_hook
+from autograder.grading.worker.audit import install_audit_hook
 from autograder.grading.worker import Outputs, make_shell, run_cell
 
 reports = []

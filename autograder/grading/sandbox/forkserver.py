@@ -15,7 +15,6 @@ from __future__ import annotations
 import base64
 import contextlib
 import ctypes
-import importlib
 import json
 import os
 import select
@@ -29,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from . import linux
-from .inside import DEVICES, ENVIRONMENT, INSIDE, MOUNTS, NOFILE, NPROC, PRELOAD, SCRATCH
+from .inside import DEVICES, ENVIRONMENT, INSIDE, MOUNTS, NOFILE, NPROC, SCRATCH
 
 SETUP_TIMEOUT = 10.0  # seconds a builder may take to report its learner's process (~2 ms)
 BUILD_FAILED = 70  # exit status of a builder or learner whose setup failed before any learner code ran
@@ -265,20 +264,9 @@ def serve(control_fd: int) -> None:
     t1 = time.perf_counter()
     if not error:
         try:
-            for name in PRELOAD:
-                importlib.import_module(name)
-            import gc
-            import threading as _threading
+            from autograder.grading.worker.preload import load
 
-            import tqdm
-
-            from autograder.grading import worker
-
-            tqdm.tqdm.set_lock(_threading.RLock())  # not a multiprocessing semaphore that a killed worker would leak
-            worker.prepare()
-            # Everything loaded so far lives as long as the server: out of the collector's sight, a worker's garbage
-            # collections neither walk it nor copy its pages (fork's copy-on-write).
-            gc.freeze()
+            load(prepare_worker=True)
         except Exception as exc:
             error = f"the worker-side code failed to import: {type(exc).__name__}: {exc}"
     timing = {"self_test_s": round(t1 - t0, 4), "preload_s": round(time.perf_counter() - t1, 4)}

@@ -1,8 +1,9 @@
 """What runs inside the sandbox, listed once: the modules staged and preloaded there, where they are mounted, and
 what a notebook's process sees (environment, writable mounts and their sizes).
 
-Staging (`stage`), the fork server's preload (`forkserver`), the stand-in `autograder` package's refusal of every
-other grader module, and the unsandboxed mode's preload (`grading.warm`) all read these lists. Standard library only.
+Staging (`stage`), the preload of the process that forks the workers (`worker.preload`, in both modes) and the
+stand-in `autograder` package (it refuses every module that was not staged) all derive from these lists;
+tests/test_grade_inside.py holds every import of the staged code to them. Standard library only.
 """
 
 from __future__ import annotations
@@ -15,9 +16,8 @@ LIBRARIES = ("numpy", "matplotlib.pyplot", "IPython.core.interactiveshell", "tqd
 # The grader's code that runs next to learner code: no answers (the probes build graphs from a case and read numbers
 # back; the aids draw and plot). Packages are staged whole, modules one file each; every parent package's
 # __init__.py comes along. Nothing else of `autograder` exists inside the sandbox.
-PACKAGES = ("autograder.aids", "autograder.probes")
-MODULES = ("autograder.settings", "autograder.grading.channel", "autograder.grading.worker", "autograder.grading.audit",
-           "autograder.grading.sandbox.inside",
+PACKAGES = ("autograder.aids", "autograder.probes", "autograder.grading.worker")
+MODULES = ("autograder.settings", "autograder.grading.channel", "autograder.grading.sandbox.inside",
            "autograder.grading.sandbox.linux", "autograder.grading.sandbox.forkserver")
 # Stand-ins staged in place of the real modules (the real ones hold the checks): module -> its source in the package.
 STANDINS = {"autograder": "grading/standin/__init__.py", "autograder.workbook": "grading/standin/workbook.py"}
