@@ -128,10 +128,10 @@ def grade_as_nobody(base: Path) -> dict:
         base.chmod(0o755)
         for path in [base, *base.rglob("*")]:
             os.lchown(path, NOBODY, NOBODY)
-        probe = subprocess.run(as_user(["bwrap", "--ro-bind", "/", "/", "--unshare-all", "true"]), capture_output=True,
-                               text=True, timeout=60)
-        if probe.returncode != 0:
-            _unavailable(f"bubblewrap cannot start as an unprivileged user here: {probe.stderr.strip()[:200]}")
+    probe = subprocess.run(as_user(["bwrap", "--ro-bind", "/", "/", "--unshare-all", "true"]), capture_output=True,
+                           text=True, timeout=60)
+    if probe.returncode != 0:  # (no unprivileged user namespaces here)
+        _unavailable(f"bubblewrap cannot start as an unprivileged user here: {probe.stderr.strip()[:200]}")
     argv = [sys.executable, "-m", "autograder", "grade", corpus.ASSIGNMENT, "--course", str(course), "--config",
             str(course / "test_config.py"), "--no-progress", "--jobs", "2", "--csv", str(course / "summary.csv")]
     result = subprocess.run(as_user(argv), cwd=course, env=nobody_env(course, home), capture_output=True, text=True,
