@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from . import bricks, engine, exercises, net  # noqa: F401  (importing a topic module registers its checks)
 from .base import ERROR, FAILED, NOT_IMPLEMENTED, PASSED, Check, CheckResult, Failure
-from .common import REGISTRY
+from .registry import REGISTRY
 from .run import judge_checks, run_check, run_checks
 
 CHECKS: list[Check] = list(REGISTRY)

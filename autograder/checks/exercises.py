@@ -10,8 +10,9 @@ from collections.abc import Callable
 from ..settings import Tolerance
 from ..truth.numeric import generic_inputs, grad_close, known_gradient, value_close
 from ..truth.slips import Space, evaluate, recover
+from . import messages as msg
 from .base import ERROR, NOT_IMPLEMENTED, Case, Check, Failure, Observation
-from .common import EXPRESSIONS, register, sample, where
+from .common import ADD, BWD, EXPRESSIONS, MUL, TANH, register, sample, where
 
 # ---------------------------------------------------------------- numerical_derivative (notebook 1)
 
@@ -250,7 +251,7 @@ def judge_manual(case: Case, obs: Observation, tol: Tolerance) -> Failure | None
 
 
 register(Check("manual_backprop", MANUAL_NODES, "every hand-filled grad matches dL/dnode",
-               lambda rng, hidden: [{"probe": "manual"}], judge_manual, group="exercise"))
+               lambda rng, hidden: [{"probe": "manual", "nodes": list(MANUAL_NODES)}], judge_manual, group="exercise"))
 
 # ---------------------------------------------------------------- tanh from bricks (notebook 4)
 
@@ -283,7 +284,7 @@ def judge_tanh_bricks(case: Case, obs: Observation, tol: Tolerance) -> Failure |
     """tanh(x) = (e^2x - 1) / (e^2x + 1) built from exp, +, -, / (or **): same value, same gradient."""
     for x, r in zip(case["inputs"], obs["results"]):
         if "error" in r:
-            return Failure(f"{r['error']}\n  while calling tanh_from_bricks(Value({x!r})) and out.backward()", status=ERROR)
+            return Failure(f"{msg.probe_error(r)}\n  while calling tanh_from_bricks(Value({x!r})) and out.backward()", status=ERROR)
         if not r["uses_tanh"] and r["nodes"] < 4 and r.get("reaches") is False:
             return Failure(f"tanh_from_bricks(Value({x!r})): expected a graph of bricks that reaches x through _prev, got "
                            f"{r['nodes']} node{'s' * (r['nodes'] != 1)} and no path to x", "tanh_bricks.graph_cut",
@@ -307,7 +308,7 @@ def judge_tanh_bricks(case: Case, obs: Observation, tol: Tolerance) -> Failure |
     return None
 
 
-register(Check("tanh_from_bricks", ("tanh_from_bricks",), "tanh rebuilt from exp, +, -, / has tanh's value and gradient",
+register(Check("tanh_from_bricks", ("tanh_from_bricks", BWD), "tanh rebuilt from exp, +, -, / has tanh's value and gradient",
                tanh_bricks_cases, judge_tanh_bricks, group="exercise",
                prerequisites=("exp_backward", "div_backward", "neg_sub_backward", "number_operands"),
                during=lambda case: "\n  while calling tanh_from_bricks(Value(x)) and out.backward()"))
@@ -365,8 +366,10 @@ def judge_grads_of(case: Case, obs: Observation, tol: Tolerance) -> Failure | No
     return None
 
 
-register(Check("grads_of", ("grads_of",), "grads_of(f, inputs) returns df/dinput for each input, fresh every call",
-               grads_of_cases, judge_grads_of, group="exercise",
+# the functions grads_of is given are catalogue graphs, so the check runs their + * and tanh as well
+register(Check("grads_of", ("grads_of", ADD, MUL, TANH), "grads_of(f, inputs) returns df/dinput for each input, fresh "
+               "every call", grads_of_cases, judge_grads_of, group="exercise", owns=("grads_of",),
+               isolate=("add_local_backward", "mul_local_backward", "tanh_local", "backward_alone"),
                during=lambda case: f"\n  while calling {_grads_of_call(case)}"))
 
 __all__ = ["where"]

@@ -163,7 +163,7 @@ def judge_forward(kind: str) -> Callable[[Case, Observation, Tolerance], Failure
         if structure:
             return structure
         if obs.get("output_error") and obs["count"] == len(weights):
-            error = obs["output_error"]
+            error = msg.probe_error(obs["output_error"])
             return Failure(error, msg.error_misconception(error, raised=False), status=ERROR, method=kind)
         if obs["count"] != len(weights):
             mis = "net.parameter_count"
@@ -297,7 +297,7 @@ def loss_during(case: Case) -> str:
     return f"\n  while computing {_loss_where(case)}{repro}"
 
 
-register(Check("mse_loss_backward", ("MLP", "mse_loss"), "mse_loss is the mean squared error, with its gradients",
+register(Check("mse_loss_backward", ("MLP", "mse_loss", "Value.backward"), "mse_loss is the mean squared error, with its gradients",
                loss_cases, judge_loss, group="net", during=loss_during, prerequisites=("mlp_forward",),
                owns=("mse_loss",), isolate=NET_ENGINE))
 
