@@ -194,19 +194,8 @@ DOWNSTREAM = {
     "a": (lambda a, b, c, f: (a * b + c) * f, ["a", "b", "c", "f"]),
     "b": (lambda a, b, c, f: (a * b + c) * f, ["a", "b", "c", "f"]),
 }
-MANUAL_HINTS = {
-    "L": ("dL/dL is 1", "manual.root_is_one"),
-    "d": ("L = d * f, so dL/dd is f.data (`*` swaps)", "manual.mul_swaps"),
-    "f": ("L = d * f, so dL/df is d.data (`*` swaps)", "manual.mul_swaps"),
-    "c": ("d = e + c: `+` routes d's gradient unchanged, so c.grad = d.grad", "manual.add_routes"),
-    "e": ("d = e + c: `+` routes d's gradient unchanged, so e.grad = d.grad", "manual.add_routes"),
-    "a": ("e = a * b: a.grad = b.data * e.grad (`*` swaps, times the gradient flowing in)", "manual.mul_swaps"),
-    "b": ("e = a * b: b.grad = a.data * e.grad (`*` swaps, times the gradient flowing in)", "manual.mul_swaps"),
-}
-
-
-MANUAL_NOT_DONE = ("not done yet: every .grad is still 0, as Value(...) left it: fill them in, from L.grad = 1 "
-                   "(dL/dL) back to a.grad and b.grad")
+MANUAL_HINTS = {"L": "manual.root_is_one", "d": "manual.mul_swaps", "f": "manual.mul_swaps", "c": "manual.add_routes",
+                "e": "manual.add_routes", "a": "manual.mul_swaps", "b": "manual.mul_swaps"}
 
 
 def untouched(grads: list[float]) -> bool:
@@ -225,14 +214,14 @@ MANUAL_PARENT = {"d": ("L", "f"), "f": ("L", "d"), "c": ("d", None), "e": ("d", 
 def judge_manual(case: Case, obs: Observation, tol: Tolerance) -> Failure | None:
     """Each hand-filled grad against the numerical dL/dnode; none filled in is not done yet."""
     if untouched([obs[n][1] for n in MANUAL_NODES]):
-        return Failure(MANUAL_NOT_DONE, status=NOT_IMPLEMENTED)
+        return Failure(msg.MANUAL_NOT_DONE, status=NOT_IMPLEMENTED)
     v = {n: obs[n][0] for n in MANUAL_NODES}
     for n in ("L", "f", "d", "c", "e", "b", "a"):
         fn, names = DOWNSTREAM[n]
         est = known_gradient(fn, [v[k] for k in names])[names.index(n)].value
         got = obs[n][1]
         if not grad_close(got, est, v["L"], tol.rtol, tol.atol):
-            what, mis = MANUAL_HINTS[n]
+            what, mis = msg.MANUAL_RULES[n], MANUAL_HINTS[n]
             if n in MANUAL_PARENT:
                 parent, other = MANUAL_PARENT[n]
                 local = v[other] if other else 1.0  # d parent / d n: the other factor's data, or 1 for a sum

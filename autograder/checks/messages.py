@@ -502,3 +502,17 @@ FLAG_LOOKED_UP_HIDDEN = ("hard-coded answers? {name} passes its hidden inputs bu
                          "0.05-0.2%")
 FLAGGED = "⚠ flagged for review: {flag}"
 NOT_GRADED = "Not graded: {reason}"
+
+# notebook 2's hand-filled gradients: not started yet, and the rule each node's gradient follows
+MANUAL_NOT_DONE = ("not done yet: every .grad is still 0, as Value(...) left it: fill them in, from L.grad = 1 "
+                   "(dL/dL) back to a.grad and b.grad")
+MANUAL_RULES = {
+    "L": "dL/dL is 1",
+    "d": "L = d * f, so dL/dd is f.data (`*` swaps)",
+    "f": "L = d * f, so dL/df is d.data (`*` swaps)",
+    "c": "d = e + c: `+` routes d's gradient unchanged, so c.grad = d.grad",
+    "e": "d = e + c: `+` routes d's gradient unchanged, so e.grad = d.grad",
+    "a": "e = a * b: a.grad = b.data * e.grad (`*` swaps, times the gradient flowing in)",
+    "b": "e = a * b: b.grad = a.data * e.grad (`*` swaps, times the gradient flowing in)",
+}
+LOSS_DID_NOT_FALL = "the loss did not fall"
