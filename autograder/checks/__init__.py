@@ -1,7 +1,8 @@
 """The check catalogue: every check one unit (cases, judge, registration) in its topic module.
 
 `engine` (Value, +, *, backward), `bricks` (tanh, exp, **, -, /), `net` (Neuron, Layer, MLP, loss, train),
-`exercises` (single-notebook exercises); `messages` holds every sentence a learner reads.
+`exercises` (single-notebook exercises); `messages` holds every sentence a learner reads; `registry` collects the
+checks and writes the probe side's table of what each needs (`python -m autograder.checks`).
 This is the answer side: it never runs in the batch grader's sandbox.
 """
 

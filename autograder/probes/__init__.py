@@ -2,9 +2,12 @@
 
 It builds graphs from the learner's `Value` with the data a self-contained case carries (the expression's
 text, the inputs, the net's shape and weights), reads plain numbers back through `safe.read_number`, under a
-time limit with the learner's printing captured, and reports raw observations as plain JSON. It holds no
-answer: no expected value, no judge, no case generator, no numerical truth. It imports only the standard
-library and its own modules (a test proves it), so the batch grader's sandboxed worker can load it alone.
+time limit with the learner's printing captured, and reports raw observations as plain JSON; what went wrong is
+reported as a key and the facts seen (`{"error": key, "fields": {...}}`), phrased on the answer side
+(checks/messages.PROBE_ERRORS). It holds no answer: no expected value, no judge, no case generator, no numerical
+truth, no sentence; what each check needs defined (`needs.py`) is written from the checks' declarations. It imports
+only the standard library and its own modules (a test proves it), so the batch grader's sandboxed worker can load it
+alone.
 
 API (called by the grading worker and by the in-kernel `check`):
     missing(check_name, ns) -> list[str]                        targets the namespace lacks
