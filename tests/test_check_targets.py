@@ -74,7 +74,7 @@ def called_by_the_grader(check: checks.Check, hidden: bool) -> set[str]:
     return seen - {"Value.__init__"}  # the constructor is the fixed API every check builds with
 
 
-@pytest.mark.parametrize("hidden", [False, True])
+@pytest.mark.parametrize("hidden", [False, pytest.param(True, marks=pytest.mark.slow)])
 @pytest.mark.parametrize("name", sorted(checks.BY_NAME))
 def test_a_check_runs_exactly_its_declared_targets(name, hidden):
     check = checks.get(name)
