@@ -27,7 +27,8 @@ class LearnerError(Exception):
 
     def __str__(self) -> str:
         facts = ", ".join(f"{k}: {v}" for k, v in self.fields.items())
-        return f"{self.key} ({facts})" if facts else self.key
+        said = self.key.replace("_", " ")
+        return f"{said} ({facts})" if facts else said
 
     def as_data(self) -> dict[str, object]:
         """What an observation carries of this error: the key and the facts."""
