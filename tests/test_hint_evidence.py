@@ -42,6 +42,22 @@ def test_every_hint_id_has_a_correct_twin_or_a_reasoned_exemption():
     assert set(EXEMPT) <= set(msg.MISCONCEPTIONS) and all(len(reason) > 40 for reason in EXEMPT.values())
 
 
+def test_every_misconception_id_the_checks_name_is_in_the_catalogue():
+    """The ids enumerated above are all there are: every id literal in the checks' code has its sentence."""
+    import ast
+    import re
+    from pathlib import Path
+
+    import autograder.checks
+
+    named = {node.value for path in Path(autograder.checks.__file__).parent.glob("*.py")
+             for node in ast.walk(ast.parse(path.read_text()))
+             if isinstance(node, ast.Constant) and isinstance(node.value, str)
+             and re.fullmatch(r"[a-z_]+\.[a-z_]+", node.value) and not node.value.endswith(".py")}
+    assert len(named) > 100
+    assert sorted(named - set(msg.MISCONCEPTIONS)) == []
+
+
 def test_a_fallback_sentence_claims_nothing_about_the_code():
     """The exemption of the fallback ids (FALLBACK) holds: the sentence is the check's description and a request to
     compare the numbers, whatever the check."""
