@@ -92,12 +92,17 @@ class Mistake:
 
     def source(self) -> str:
         """The reference engine with the mistake applied; every substitution must apply exactly once."""
-        src = REFERENCE
-        for old, new in self.subs:
-            assert src.count(old) == 1, f"{self.name}: {old!r} occurs {src.count(old)} times"
-            src = src.replace(old, new)
-        assert src != REFERENCE
-        return src
+        return substituted(REFERENCE, self.subs, self.name)
+
+
+def substituted(base: str, subs: tuple[tuple[str, str], ...], name: str = "") -> str:
+    """`base` with each (old, new) applied; every old text must occur exactly once, and the result must differ."""
+    src = base
+    for old, new in subs:
+        assert src.count(old) == 1, f"{name}: {old!r} occurs {src.count(old)} times"
+        src = src.replace(old, new)
+    assert src != base, name
+    return src
 
 
 def _one(name: str, target: str, old: str, new: str, *says: str) -> Mistake:

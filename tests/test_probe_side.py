@@ -33,7 +33,20 @@ def test_no_module_is_shadowed_by_a_same_named_attribute():
 def test_every_check_has_its_needs_on_the_probe_side_and_only_its_own_targets():
     assert set(probes.NEEDS) == set(checks.BY_NAME)
     for c in checks.CHECKS:
-        assert set(probes.NEEDS[c.name]) <= set(c.targets), c.name
+        assert probes.NEEDS[c.name] == c.needs, c.name
+
+
+def test_the_probe_side_needs_table_is_written_from_the_checks_declarations():
+    from autograder.checks.registry import NEEDS_FILE, needs_source
+
+    assert NEEDS_FILE.read_text() == needs_source(), "run `python -m autograder.checks` to rewrite probes/needs.py"
+
+
+def test_a_check_name_is_registered_once():
+    from autograder.checks.registry import register
+
+    with pytest.raises(ValueError, match="registered twice"):
+        register(checks.CHECKS[0])
 
 
 @pytest.mark.parametrize("hidden", [False, True])
@@ -56,3 +69,49 @@ def test_isolated_and_prerequisite_checks_exist():
     for c in checks.CHECKS:
         for name in (*c.isolate, *c.prerequisites):
             assert name in checks.BY_NAME and name != c.name
+
+
+def _probe_error_keys() -> list[tuple[str, object]]:
+    """Every error the probe side's source reports: the first argument of each LearnerError/LearnerTimeout call and
+    each string stored under "error" (None where it is not a plain string)."""
+    import ast
+    from pathlib import Path
+
+    found = []
+    for path in sorted(Path(probes.__file__).parent.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", "") in ("LearnerError", "LearnerTimeout"):
+                first = node.args[0] if node.args else None
+                found.append((f"{path.name}:{node.lineno}", getattr(first, "value", None)))
+            elif isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Subscript) and getattr(
+                    node.targets[0].slice, "value", None) == "error":
+                values = [node.value.body, node.value.orelse] if isinstance(node.value, ast.IfExp) else [node.value]
+                found += [(f"{path.name}:{node.lineno}", getattr(v, "value", None)) for v in values]
+            elif isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "update":
+                found += [(f"{path.name}:{node.lineno}", getattr(k.value, "value", None)) for k in node.keywords
+                          if k.arg == "error"]
+    return found
+
+
+def test_the_probe_side_reports_errors_as_keys_phrased_in_messages():
+    """No sentence is written on the probe side: it reports a key and the facts, and checks/messages.py phrases it."""
+    from autograder.checks.messages import PROBE_ERRORS
+
+    found = _probe_error_keys()
+    assert len(found) > 20
+    assert [(where, key) for where, key in found if key not in PROBE_ERRORS] == []
+    assert {key for _, key in found} == set(PROBE_ERRORS)
+
+
+def test_an_error_key_or_facts_no_probe_sends_is_a_malformed_observation():
+    from autograder.checks.base import ERROR
+    from autograder.checks.messages import MALFORMED_OBSERVATION
+    from autograder.checks.run import verdict
+    from autograder.settings import Tolerance
+
+    check = checks.get("add_forward")
+    case = check.make_cases()[0]
+    for obs in ({"error": "<b>forged</b>", "status": "error"}, {"error": "raised", "fields": {"exception": 1}},
+                {"error": "raised", "fields": {}}):
+        failure = verdict(check, case, obs, Tolerance())
+        assert failure.misconception == MALFORMED_OBSERVATION and failure.status == ERROR, obs

@@ -1,7 +1,8 @@
 """The check catalogue: every check one unit (cases, judge, registration) in its topic module.
 
 `engine` (Value, +, *, backward), `bricks` (tanh, exp, **, -, /), `net` (Neuron, Layer, MLP, loss, train),
-`exercises` (single-notebook exercises); `messages` holds every sentence a learner reads.
+`exercises` (single-notebook exercises); `messages` holds every sentence a learner reads; `registry` collects the
+checks and writes the probe side's table of what each needs (`python -m autograder.checks`).
 This is the answer side: it never runs in the batch grader's sandbox.
 """
 
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 from . import bricks, engine, exercises, net  # noqa: F401  (importing a topic module registers its checks)
 from .base import ERROR, FAILED, NOT_IMPLEMENTED, PASSED, Check, CheckResult, Failure
-from .common import REGISTRY
+from .registry import REGISTRY
 from .run import judge_checks, run_check, run_checks
 
 CHECKS: list[Check] = list(REGISTRY)

@@ -1,5 +1,5 @@
 """Pieces shared by the topic modules: expression checks, node checks (structure and local rules), the engine's
-isolated checks, and the registry every topic module adds its checks to."""
+isolated checks; the registry every topic module adds its checks to is `registry`."""
 
 from __future__ import annotations
 
@@ -15,20 +15,11 @@ from ..truth.numeric import Estimate, generic_inputs, grad_close, known_gradient
 from ..truth.slips import Space, close, equal_on, evaluate, recover
 from . import messages as msg
 from .base import Case, Check, Failure, Observation
+from .registry import REGISTRY, register  # noqa: F401  (the topic modules register through here)
 
 V = "Value"
 ADD, MUL, BWD = f"{V}.__add__", f"{V}.__mul__", f"{V}.backward"
 TANH, EXP, POW = f"{V}.tanh", f"{V}.exp", f"{V}.__pow__"
-
-REGISTRY: list[Check] = []
-
-
-def register(check: Check) -> Check:
-    """Add a check to the catalogue (in the order the topic modules are imported) and return it, with the sentence
-    of its fallback misconception (a failure no known mistake explains)."""
-    REGISTRY.append(check)
-    msg.MISCONCEPTIONS.setdefault(msg.fallback_id(check.name), msg.fallback_sentence(check.description))
-    return check
 
 
 # ---------------------------------------------------------------- expressions

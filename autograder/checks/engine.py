@@ -125,7 +125,7 @@ def structure_cases(op: str) -> Callable[[random.Random, bool], list[Case]]:
 ADD_FORWARD = register(expression_check("add_forward", (ADD,), "a + b computes the sum and remembers a, b and '+'",
                                         ["add", "add3"], backward=False, extra=structure_cases("+")))
 MUL_FORWARD = register(expression_check("mul_forward", (MUL,), "a * b computes the product and remembers a, b and '*'",
-                                        ["mul", "mul3", "mul_add"], backward=False, extra=structure_cases("*")))
+                                        ["mul", "mul3"], backward=False, extra=structure_cases("*")))
 
 
 # ---------------------------------------------------------------- local rules (notebook 3)
@@ -332,7 +332,8 @@ def judge_seed(case: Case, obs: Observation, tol: Tolerance) -> Failure | None:
 register(Check("backward_seeds_root", (MUL, BWD), "backward() seeds the root with 1", seed_cases, judge_seed,
                during=lambda case: f"\n  while calling out.backward() on out = a * b with a = Value({case['inputs'][0]!r}), "
                f"b = Value({case['inputs'][1]!r})" + _seed_repro(case), **BACKWARD_CELL))
-register(expression_check("add_backward", (ADD, BWD), "+ routes out.grad to both operands", ["add_up", "add3"],
+# `add_up` multiplies the sum by Value(3.0), so that out.grad upstream is not 1: the check runs * too
+register(expression_check("add_backward", (ADD, MUL, BWD), "+ routes out.grad to both operands", ["add_up", "add3"],
                           **BACKWARD_CELL))
 register(expression_check("mul_backward", (MUL, BWD), "* swaps the operands, times out.grad", ["mul_up", "mul3"],
                           **BACKWARD_CELL))

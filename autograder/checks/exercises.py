@@ -10,8 +10,9 @@ from collections.abc import Callable
 from ..settings import Tolerance
 from ..truth.numeric import generic_inputs, grad_close, known_gradient, value_close
 from ..truth.slips import Space, evaluate, recover
+from . import messages as msg
 from .base import ERROR, NOT_IMPLEMENTED, Case, Check, Failure, Observation
-from .common import EXPRESSIONS, register, sample, where
+from .common import ADD, BWD, EXPRESSIONS, MUL, TANH, register, sample, where
 
 # ---------------------------------------------------------------- numerical_derivative (notebook 1)
 
@@ -193,19 +194,8 @@ DOWNSTREAM = {
     "a": (lambda a, b, c, f: (a * b + c) * f, ["a", "b", "c", "f"]),
     "b": (lambda a, b, c, f: (a * b + c) * f, ["a", "b", "c", "f"]),
 }
-MANUAL_HINTS = {
-    "L": ("dL/dL is 1", "manual.root_is_one"),
-    "d": ("L = d * f, so dL/dd is f.data (`*` swaps)", "manual.mul_swaps"),
-    "f": ("L = d * f, so dL/df is d.data (`*` swaps)", "manual.mul_swaps"),
-    "c": ("d = e + c: `+` routes d's gradient unchanged, so c.grad = d.grad", "manual.add_routes"),
-    "e": ("d = e + c: `+` routes d's gradient unchanged, so e.grad = d.grad", "manual.add_routes"),
-    "a": ("e = a * b: a.grad = b.data * e.grad (`*` swaps, times the gradient flowing in)", "manual.mul_swaps"),
-    "b": ("e = a * b: b.grad = a.data * e.grad (`*` swaps, times the gradient flowing in)", "manual.mul_swaps"),
-}
-
-
-MANUAL_NOT_DONE = ("not done yet: every .grad is still 0, as Value(...) left it: fill them in, from L.grad = 1 "
-                   "(dL/dL) back to a.grad and b.grad")
+MANUAL_HINTS = {"L": "manual.root_is_one", "d": "manual.mul_swaps", "f": "manual.mul_swaps", "c": "manual.add_routes",
+                "e": "manual.add_routes", "a": "manual.mul_swaps", "b": "manual.mul_swaps"}
 
 
 def untouched(grads: list[float]) -> bool:
@@ -224,14 +214,14 @@ MANUAL_PARENT = {"d": ("L", "f"), "f": ("L", "d"), "c": ("d", None), "e": ("d", 
 def judge_manual(case: Case, obs: Observation, tol: Tolerance) -> Failure | None:
     """Each hand-filled grad against the numerical dL/dnode; none filled in is not done yet."""
     if untouched([obs[n][1] for n in MANUAL_NODES]):
-        return Failure(MANUAL_NOT_DONE, status=NOT_IMPLEMENTED)
+        return Failure(msg.MANUAL_NOT_DONE, status=NOT_IMPLEMENTED)
     v = {n: obs[n][0] for n in MANUAL_NODES}
     for n in ("L", "f", "d", "c", "e", "b", "a"):
         fn, names = DOWNSTREAM[n]
         est = known_gradient(fn, [v[k] for k in names])[names.index(n)].value
         got = obs[n][1]
         if not grad_close(got, est, v["L"], tol.rtol, tol.atol):
-            what, mis = MANUAL_HINTS[n]
+            what, mis = msg.MANUAL_RULES[n], MANUAL_HINTS[n]
             if n in MANUAL_PARENT:
                 parent, other = MANUAL_PARENT[n]
                 local = v[other] if other else 1.0  # d parent / d n: the other factor's data, or 1 for a sum
@@ -250,7 +240,7 @@ def judge_manual(case: Case, obs: Observation, tol: Tolerance) -> Failure | None
 
 
 register(Check("manual_backprop", MANUAL_NODES, "every hand-filled grad matches dL/dnode",
-               lambda rng, hidden: [{"probe": "manual"}], judge_manual, group="exercise"))
+               lambda rng, hidden: [{"probe": "manual", "nodes": list(MANUAL_NODES)}], judge_manual, group="exercise"))
 
 # ---------------------------------------------------------------- tanh from bricks (notebook 4)
 
@@ -283,7 +273,7 @@ def judge_tanh_bricks(case: Case, obs: Observation, tol: Tolerance) -> Failure |
     """tanh(x) = (e^2x - 1) / (e^2x + 1) built from exp, +, -, / (or **): same value, same gradient."""
     for x, r in zip(case["inputs"], obs["results"]):
         if "error" in r:
-            return Failure(f"{r['error']}\n  while calling tanh_from_bricks(Value({x!r})) and out.backward()", status=ERROR)
+            return Failure(f"{msg.probe_error(r)}\n  while calling tanh_from_bricks(Value({x!r})) and out.backward()", status=ERROR)
         if not r["uses_tanh"] and r["nodes"] < 4 and r.get("reaches") is False:
             return Failure(f"tanh_from_bricks(Value({x!r})): expected a graph of bricks that reaches x through _prev, got "
                            f"{r['nodes']} node{'s' * (r['nodes'] != 1)} and no path to x", "tanh_bricks.graph_cut",
@@ -307,7 +297,7 @@ def judge_tanh_bricks(case: Case, obs: Observation, tol: Tolerance) -> Failure |
     return None
 
 
-register(Check("tanh_from_bricks", ("tanh_from_bricks",), "tanh rebuilt from exp, +, -, / has tanh's value and gradient",
+register(Check("tanh_from_bricks", ("tanh_from_bricks", BWD), "tanh rebuilt from exp, +, -, / has tanh's value and gradient",
                tanh_bricks_cases, judge_tanh_bricks, group="exercise",
                prerequisites=("exp_backward", "div_backward", "neg_sub_backward", "number_operands"),
                during=lambda case: "\n  while calling tanh_from_bricks(Value(x)) and out.backward()"))
@@ -365,8 +355,10 @@ def judge_grads_of(case: Case, obs: Observation, tol: Tolerance) -> Failure | No
     return None
 
 
-register(Check("grads_of", ("grads_of",), "grads_of(f, inputs) returns df/dinput for each input, fresh every call",
-               grads_of_cases, judge_grads_of, group="exercise",
+# the functions grads_of is given are catalogue graphs, so the check runs their + * and tanh as well
+register(Check("grads_of", ("grads_of", ADD, MUL, TANH), "grads_of(f, inputs) returns df/dinput for each input, fresh "
+               "every call", grads_of_cases, judge_grads_of, group="exercise", owns=("grads_of",),
+               isolate=("add_local_backward", "mul_local_backward", "tanh_local", "backward_alone"),
                during=lambda case: f"\n  while calling {_grads_of_call(case)}"))
 
 __all__ = ["where"]

@@ -293,6 +293,55 @@ MISCONCEPTIONS: dict[str, str] = {
 }
 
 
+# What the probe side saw go wrong, by the key it reports (it may not import this module: it holds answers); each is
+# phrased from the facts (`fields`) the probe sends with it. `at` is ` in <the learner function that raised>` or ''.
+PROBE_ERRORS: dict[str, str] = {
+    # learner code raised
+    "raised": "{exception}{at}",
+    "raised_base": "learner code raised {exception}{at}",
+    "not_implemented": "NotImplementedError raised{at}",
+    "recursion": "RecursionError{at}: the graph is only a few hundred nodes deep, so a method calls itself without end",
+    "exit": "learner code called sys.exit(){at}",
+    "timeout": "did not finish within {seconds} s (an infinite loop?)",
+    # it ran, but handed back something the probe cannot read
+    "number_lies": "{what} is a {kind} that {how}; the grader reads only plain numbers",
+    "number_is_bool": "{what} is a bool ({shown}), expected a number",
+    "number_unreadable": "{what} could not be read as a number: {error}",
+    "not_a_number": "{what} is a {kind} ({shown}), expected a number",
+    "number_not_float": "{what} did not convert to a plain float",
+    "expression_not_a_value": "`{line}` gave a {kind} ({shown}), not a Value: does every operator return a new Value?",
+    "node_not_a_value": "the {op} gave a {kind} ({shown}), not a Value",
+    "backward_is_none": "out._backward is None: the method stored what calling _backward returned",
+    "backward_not_assignable": "could not set a node's _backward ({error}): _backward should be an assignable attribute",
+    "backward_not_wrappable": ("could not wrap a node's _backward to count calls ({error}): _backward should be an "
+                               "assignable attribute"),
+    "repr_not_str": "repr() did not return a str",
+    "missing_attribute": ("your Value has no `{attr}`: the fixed API gives every Value `data`, `grad`, `_prev`, `_op` "
+                          "and `_backward` (set them in __init__)"),
+    "child_not_a_value": "a child in some node's _prev is a {kind} ({shown}), not a Value: _children must hold the operand Values",
+    "prev_not_walkable": "_prev is a {kind}, which cannot be walked: store the children in a set, tuple or list",
+    "prev_one_shot": "_prev is a {kind}, an iterator that can be walked only once: store the children in a set, tuple or list",
+    "prev_too_many": "a node's _prev holds more than {limit} children: does _prev hold only the operands?",
+    "graph_too_big": "the graph has more than {limit} nodes: does _prev hold only the operands?",
+    "one_output_in_a_list": "{what} returned a {kind} of {n}; with one output neuron it should return the Value itself",
+    "output_not_a_value": "{what} returned a {kind} ({shown}), expected a Value",
+    "layer_not_a_list": "Layer({nin}, {nout})(x) returned {shown}, expected a list of {nout} Values",
+    "train_not_a_list": "train returned a {kind}, expected a list of losses",
+    "manual_node_missing": "{name} is not defined as a Value: run the cell that builds L = (a*b + c) * f first",
+    "bricks_not_a_value": "tanh_from_bricks(Value({x})) gave a {kind} ({shown}), not a Value",
+    "grads_of_not_a_list": "grads_of returned a {kind} ({shown}), expected a list of numbers",
+}
+
+
+def probe_error(reported: dict) -> str:
+    """The sentence for an error the probe side reported as {"error": key, "fields": {...}}; KeyError or TypeError
+    for a key or facts no honest probe sends."""
+    fields = reported.get("fields") or {}
+    if not isinstance(fields, dict) or not all(isinstance(v, str) for v in fields.values()):
+        raise TypeError("the facts of an error are not plain strings")
+    return PROBE_ERRORS[reported["error"]].format_map(fields)
+
+
 # Errors of learner code recognised from their text and, where given, the text of the learner's line that raised:
 # (error pattern, line pattern or None, misconception); the first match wins. Each sentence claims only what the
 # error and the line show.
@@ -445,3 +494,25 @@ LOOKED_UP_VISIBLE = ("passes its own inputs but not the same inputs moved by a f
                      "looked up, not computed")
 LOOKED_UP_HIDDEN = ("passes its hidden inputs but not one of them moved by a fraction of a percent: the answers seem "
                     "looked up, not computed")
+# What the batch grader says in a cell's outputs (its feedback) when it flags the cell or cannot run it
+FLAG_LOOKED_UP_VISIBLE = ("hard-coded answers? {name} passes its visible inputs but fails the same inputs moved by a "
+                          "random 0.05-0.2%")
+FLAG_AND_HIDDEN = " (and its hidden inputs)"
+FLAG_LOOKED_UP_HIDDEN = ("hard-coded answers? {name} passes its hidden inputs but fails one of them moved by a random "
+                         "0.05-0.2%")
+FLAGGED = "⚠ flagged for review: {flag}"
+NOT_GRADED = "Not graded: {reason}"
+
+# notebook 2's hand-filled gradients: not started yet, and the rule each node's gradient follows
+MANUAL_NOT_DONE = ("not done yet: every .grad is still 0, as Value(...) left it: fill them in, from L.grad = 1 "
+                   "(dL/dL) back to a.grad and b.grad")
+MANUAL_RULES = {
+    "L": "dL/dL is 1",
+    "d": "L = d * f, so dL/dd is f.data (`*` swaps)",
+    "f": "L = d * f, so dL/df is d.data (`*` swaps)",
+    "c": "d = e + c: `+` routes d's gradient unchanged, so c.grad = d.grad",
+    "e": "d = e + c: `+` routes d's gradient unchanged, so e.grad = d.grad",
+    "a": "e = a * b: a.grad = b.data * e.grad (`*` swaps, times the gradient flowing in)",
+    "b": "e = a * b: b.grad = a.data * e.grad (`*` swaps, times the gradient flowing in)",
+}
+LOSS_DID_NOT_FALL = "the loss did not fall"

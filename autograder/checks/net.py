@@ -163,7 +163,7 @@ def judge_forward(kind: str) -> Callable[[Case, Observation, Tolerance], Failure
         if structure:
             return structure
         if obs.get("output_error") and obs["count"] == len(weights):
-            error = obs["output_error"]
+            error = msg.probe_error(obs["output_error"])
             return Failure(error, msg.error_misconception(error, raised=False), status=ERROR, method=kind)
         if obs["count"] != len(weights):
             mis = "net.parameter_count"
@@ -174,7 +174,7 @@ def judge_forward(kind: str) -> Callable[[Case, Observation, Tolerance], Failure
                            repro=msg.repro_lines([f"print(len({call}.parameters()))  # expected {len(weights)}"]))
         if kind == "Layer" and not obs["single_is_value"]:
             x = [0.5] * nin
-            return Failure(f"Layer({nin}, 1)(x) should return the one output Value itself, not a list",
+            return Failure(f"Layer({nin}, 1)(x) returned a list; expected the one output Value",
                            "layer.returns_list_for_one",
                            repro=msg.repro_lines([f"print(Layer({nin}, 1)({x!r}))  # expected one Value, not a list"]))
         for x, got in zip(case["xs"], obs["outputs"]):
@@ -297,7 +297,7 @@ def loss_during(case: Case) -> str:
     return f"\n  while computing {_loss_where(case)}{repro}"
 
 
-register(Check("mse_loss_backward", ("MLP", "mse_loss"), "mse_loss is the mean squared error, with its gradients",
+register(Check("mse_loss_backward", ("MLP", "mse_loss", "Value.backward"), "mse_loss is the mean squared error, with its gradients",
                loss_cases, judge_loss, group="net", during=loss_during, prerequisites=("mlp_forward",),
                owns=("mse_loss",), isolate=NET_ENGINE))
 
@@ -344,7 +344,7 @@ def judge_train(case: Case, obs: Observation, tol: Tolerance) -> Failure | None:
         return len(a) == len(b) and all(grad_close(x, y, y, tol.rtol, tol.atol) for x, y in zip(a, b))
 
     if same(got, want):
-        return None if want[-1] < want[0] else Failure("the loss did not fall")
+        return None if want[-1] < want[0] else Failure(msg.LOSS_DID_NOT_FALL)
     mis = None
     first_same = bool(got) and same(got[:1], want[:1])  # all but record_after record the same first loss
     for mistake, m in TRAINING_MISTAKES.items():

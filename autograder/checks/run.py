@@ -53,16 +53,20 @@ def _result(check: Check, status: str, message: str, misconception: str | None =
 def _from_error(check: Check, case: Case, obs: Observation) -> Failure:
     """An observation that carries an error (learner code raised, timed out or handed back a non-number)."""
     during = check_context(check, case)
+    try:
+        error = msg.probe_error(obs)
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:  # only a tampered worker sends those
+        return Failure(msg.MALFORMED.format(kind=type(exc).__name__), msg.MALFORMED_OBSERVATION, status=ERROR)
     if obs.get("leftover_raise"):
         while_text, marker, repro = during.partition(msg.REPRO_MARK)
         return Failure(msg.LEFTOVER_RAISE.format(where=obs.get("where") or "your code") + while_text,
                        "common.leftover_raise", repro=marker + repro, status=FAILED)
     if obs.get("status") == NOT_IMPLEMENTED:
-        return Failure(msg.NOT_IMPLEMENTED.format(error=obs["error"]), status=NOT_IMPLEMENTED,
+        return Failure(msg.NOT_IMPLEMENTED.format(error=error), status=NOT_IMPLEMENTED,
                        method=str(obs.get("where") or "") or None)
     place = obs.get("place") if isinstance(obs.get("place"), dict) else None
-    mis = msg.error_misconception(str(obs["error"]), str((place or {}).get("text", "")), obs.get("raised") is not False)
-    return Failure(f"{obs['error']}{msg.place_line(place)}{during}", mis, status=ERROR,
+    mis = msg.error_misconception(error, str((place or {}).get("text", "")), obs.get("raised") is not False)
+    return Failure(f"{error}{msg.place_line(place)}{during}", mis, status=ERROR,
                    method=str(obs.get("where") or "") or None)
 
 

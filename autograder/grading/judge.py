@@ -121,18 +121,15 @@ def judge_cell(observer: Observer, calls: Sequence[CheckCall], tolerance: Tolera
             check = catalog.get(name)
             if not call.hidden and result.passed:
                 if name not in hidden_names and tabulated(observer, check, tolerance):
-                    flags.append(f"hard-coded answers? {name} passes its visible inputs but fails the same inputs "
-                                 "moved by a random 0.05-0.2%")
+                    flags.append(msg.FLAG_LOOKED_UP_VISIBLE.format(name=name))
                     result = dataclasses.replace(result, points=0.0, status=FAILED, message=msg.LOOKED_UP_VISIBLE)
                 else:
                     visible_passed.add(name)
             elif (call.hidden and not result.passed and name in visible_passed
                   and result.status != NOT_IMPLEMENTED and tabulated(observer, check, tolerance)):
-                flags.append(f"hard-coded answers? {name} passes its visible inputs but fails the same inputs "
-                             "moved by a random 0.05-0.2% (and its hidden inputs)")
+                flags.append(msg.FLAG_LOOKED_UP_VISIBLE.format(name=name) + msg.FLAG_AND_HIDDEN)
             elif call.hidden and result.passed and tabulated(observer, check, tolerance, True, secret):
-                flags.append(f"hard-coded answers? {name} passes its hidden inputs but fails one of them moved by "
-                             "a random 0.05-0.2%")
+                flags.append(msg.FLAG_LOOKED_UP_HIDDEN.format(name=name))
                 result = dataclasses.replace(result, points=0.0, status=FAILED, message=msg.LOOKED_UP_HIDDEN)
             judged.append(result)
         results += judged
@@ -149,9 +146,9 @@ def check_outputs(results: list[CheckResult], hidden: bool) -> list[dict[str, An
 
 def stopped_output(reason: str) -> dict[str, Any]:
     """The error output of a cell the grader could not run (its grade cells score 0, as an error does in nbgrader)."""
-    return {"output_type": "error", "ename": "NotGraded", "evalue": reason, "traceback": [f"Not graded: {reason}"]}
+    return {"output_type": "error", "ename": "NotGraded", "evalue": reason, "traceback": [msg.NOT_GRADED.format(reason=reason)]}
 
 
 def flag_output(flags: list[str]) -> dict[str, Any]:
     """A stream output naming what the grader flagged in this cell."""
-    return {"output_type": "stream", "name": "stdout", "text": "".join(f"⚠ flagged for review: {f}\n" for f in flags)}
+    return {"output_type": "stream", "name": "stdout", "text": "".join(msg.FLAGGED.format(flag=f) + "\n" for f in flags)}

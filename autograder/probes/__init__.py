@@ -2,9 +2,12 @@
 
 It builds graphs from the learner's `Value` with the data a self-contained case carries (the expression's
 text, the inputs, the net's shape and weights), reads plain numbers back through `safe.read_number`, under a
-time limit with the learner's printing captured, and reports raw observations as plain JSON. It holds no
-answer: no expected value, no judge, no case generator, no numerical truth. It imports only the standard
-library and its own modules (a test proves it), so the batch grader's sandboxed worker can load it alone.
+time limit with the learner's printing captured, and reports raw observations as plain JSON; what went wrong is
+reported as a key and the facts seen (`{"error": key, "fields": {...}}`), phrased on the answer side
+(checks/messages.PROBE_ERRORS). It holds no answer: no expected value, no judge, no case generator, no numerical
+truth, no sentence; what each check needs defined (`needs.py`) is written from the checks' declarations. It imports
+only the standard library and its own modules (a test proves it), so the batch grader's sandboxed worker can load it
+alone.
 
 API (called by the grading worker and by the in-kernel `check`):
     missing(check_name, ns) -> list[str]                        targets the namespace lacks
@@ -23,55 +26,13 @@ from typing import Any
 
 from . import engine, exercises, net
 from .graphs import EXPRESSION_FILE
+from .needs import NEEDS
 from .safe import LearnerError, captured_output, describe, time_limit
 
 __all__ = ["NEEDS", "PROBES", "is_defined", "missing", "observe"]
 
-V = "Value"
-ADD, MUL, BWD = f"{V}.__add__", f"{V}.__mul__", f"{V}.backward"
-
-# What each check needs defined before its probes can run (a check may also exercise a method the learner
-# need not write: Value.__eq__ falls back to object's identity).
-NEEDS: dict[str, tuple[str, ...]] = {
-    "value_repr": (f"{V}.__repr__",),
-    "add_forward": (ADD,),
-    "mul_forward": (MUL,),
-    "backward_seeds_root": (MUL, BWD),
-    "add_backward": (ADD, BWD),
-    "mul_backward": (MUL, BWD),
-    "backward_accumulates": (ADD, MUL, BWD),
-    "backward_chain_order": (ADD, MUL, BWD),
-    "backward_topological_order": (ADD, MUL, BWD),
-    "backward_once_per_node": (ADD, MUL, BWD),
-    "backward_equal_data": (ADD, MUL, BWD),
-    "backward_alone": (BWD,),
-    "eq_identity": (),  # object's identity is the default
-    "tanh_local": (f"{V}.tanh",),
-    "exp_local": (f"{V}.exp",),
-    "pow_local": (f"{V}.__pow__",),
-    "tanh_backward": (f"{V}.tanh", BWD),
-    "exp_backward": (f"{V}.exp", BWD),
-    "pow_backward": (f"{V}.__pow__", BWD),
-    "neg_sub_backward": (f"{V}.__neg__", f"{V}.__sub__", BWD),
-    "div_backward": (f"{V}.__truediv__", BWD),
-    "number_operands": (f"{V}.__radd__", f"{V}.__rmul__", BWD),
-    "rsub_backward": (f"{V}.__rsub__", BWD),
-    "rtruediv_backward": (f"{V}.__rtruediv__", BWD),
-    "all_bricks": (f"{V}.exp", f"{V}.__truediv__", f"{V}.__pow__", f"{V}.__sub__", f"{V}.__rmul__", BWD),
-    "neuron_forward": ("Neuron",),
-    "layer_forward": ("Layer",),
-    "mlp_forward": ("MLP",),
-    "mse_loss_backward": ("MLP", "mse_loss"),
-    "train_descends": ("MLP", "train"),
-    "numerical_derivative": ("numerical_derivative",),
-    "relative_error": ("relative_error",),
-    "manual_backprop": exercises.MANUAL_NODES,
-    "add_local_backward": (ADD,),
-    "mul_local_backward": (MUL,),
-    "tanh_from_bricks": ("tanh_from_bricks",),
-    "grads_of": ("grads_of",),
-}
-
+# What each check needs defined before its probes can run, by check name: written from the checks' own declarations
+# (`python -m autograder.checks`), since the probe side may not import them.
 Probe = Callable[[Mapping[str, Any], dict[str, Any]], dict[str, Any]]
 
 # The probe a case asks for, by its "probe" key.
@@ -170,26 +131,25 @@ def _did_work_before(frame: Any, lineno: int) -> bool:
 
 
 def _error(exc: BaseException) -> dict[str, Any]:
-    """An exception from learner code as data: what, where, and its status."""
+    """An exception from learner code as data: what (a key and its facts, phrased on the answer side), where, and
+    its status."""
     frames = _learner_frames(exc.__traceback__)
     where = _name(frames[-1]) if frames else ""
     at = f" in {where}" if where else ""
-    obs: dict[str, Any] = {"status": "error", "where": where, "raised": True}
+    obs: dict[str, Any] = {"status": "error", "where": where, "raised": True, "fields": {"at": at}}
     place = _place(exc.__traceback__)
     if place:
         obs["place"] = place
     if isinstance(exc, NotImplementedError):
         leftover = bool(frames) and _did_work_before(frames[-1], frames[-1].f_lineno)
-        obs.update(status="failed" if leftover else "not_implemented", leftover_raise=leftover,
-                   error=f"NotImplementedError raised{at}")
+        obs.update(status="failed" if leftover else "not_implemented", leftover_raise=leftover, error="not_implemented")
     elif isinstance(exc, RecursionError):
-        obs["error"] = f"RecursionError{at}: the graph is only a few hundred nodes deep, so a method calls itself without end"
+        obs["error"] = "recursion"
     elif isinstance(exc, SystemExit):
-        obs["error"] = f"learner code called sys.exit(){at}"
-    elif not isinstance(exc, Exception):
-        obs["error"] = f"learner code raised {describe(exc)}{at}"
+        obs["error"] = "exit"
     else:
-        obs["error"] = f"{describe(exc)}{at}"
+        obs["error"] = "raised" if isinstance(exc, Exception) else "raised_base"
+        obs["fields"]["exception"] = describe(exc)[:2000]
     return obs
 
 
@@ -202,8 +162,8 @@ def observe(check_name: str, ns: Mapping[str, Any], case: dict[str, Any], check_
     try:
         with captured_output(), time_limit(check_timeout):
             return probe(ns, case)
-    except LearnerError as exc:
-        return {"error": str(exc), "status": "error", "where": "", "raised": False}  # nothing raised: a result misread
+    except LearnerError as exc:  # nothing raised: a result misread
+        return {**exc.as_data(), "status": "error", "where": "", "raised": False}
     except KeyboardInterrupt:
         raise  # the person running the grader pressed Ctrl-C
     except BaseException as exc:  # learner code may raise anything, SystemExit and GeneratorExit included

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .graphs import compile_expression, make_node, op_text, operand_indices, walk_graph
-from .safe import LearnerError, read_number, short_repr
+from .safe import LearnerError, describe, read_number, short_repr
 
 Case = dict[str, Any]
 Observation = dict[str, Any]
@@ -23,8 +23,8 @@ def probe_expression(ns: Namespace, case: Case) -> Observation:
     leaves = [value(x) for x in case["inputs"]]
     out = compile_expression(params, source, value)(*leaves)
     if not hasattr(out, "data"):
-        raise LearnerError(f"`{source.splitlines()[-1]}` gave a {type(out).__name__} ({short_repr(out)}), not a Value: "
-                           "does every operator return a new Value?")
+        raise LearnerError("expression_not_a_value", line=source.splitlines()[-1], kind=type(out).__name__,
+                           shown=short_repr(out))
     obs: Observation = {"data": read_number(out.data, "out.data")}
     if case["backward"]:
         out.backward()
@@ -57,7 +57,7 @@ def probe_node(ns: Namespace, case: Case) -> Observation:
     args = [*operands, case["k"]] if case["op"] == "**" else operands
     out = NODE_OPS[case["op"]](*args)
     if not hasattr(out, "data"):
-        raise LearnerError(f"the {case['op']} gave a {type(out).__name__} ({short_repr(out)}), not a Value")
+        raise LearnerError("node_not_a_value", op=case["op"], kind=type(out).__name__, shown=short_repr(out))
     obs: Observation = {"data": read_number(out.data, "out.data"), "op": op_text(out),
                         "children": operand_indices(out, leaves), "is_leaf": [out is leaf for leaf in leaves]}
     if not obs["children"] or -1 in obs["children"]:  # composed of other nodes, or cut: does it reach its operands?
@@ -69,7 +69,7 @@ def probe_node(ns: Namespace, case: Case) -> Observation:
             leaf.grad = g
         out.grad = case["upstream"]
         if getattr(out, "_backward", None) is None:
-            raise LearnerError("out._backward is None: the method stored what calling _backward returned")
+            raise LearnerError("backward_is_none")
         out._backward()
         obs["grads"] = [read_number(leaf.grad, f"{p}.grad") for p, leaf in zip("ab", leaves)]
     return obs
@@ -107,8 +107,7 @@ def probe_backward(ns: Namespace, case: Case) -> Observation:
         try:
             node._backward = recorder(i)
         except (AttributeError, TypeError) as exc:
-            raise LearnerError(f"could not set a node's _backward ({exc}): _backward should be an assignable "
-                               "attribute") from None
+            raise LearnerError("backward_not_assignable", error=describe(exc)) from None
     nodes[-1].backward()
     return {"calls": calls, "grad_at_call": grad_at_call,
             "grads": [read_number(n.grad, "out.grad" if n is nodes[-1] else f"the grad of node {i}")
@@ -142,8 +141,7 @@ def probe_ladder(ns: Namespace, case: Case) -> Observation:
         try:
             node._backward = counting(node)
         except (AttributeError, TypeError) as exc:
-            raise LearnerError(f"could not wrap a node's _backward to count calls ({exc}): "
-                               "_backward should be an assignable attribute") from None
+            raise LearnerError("backward_not_wrappable", error=describe(exc)) from None
     out.backward()
     inner = [id(n) for n in nodes if kids[id(n)]]
     leaves = [id(n) for n in nodes if not kids[id(n)]]
@@ -174,5 +172,5 @@ def probe_repr(ns: Namespace, case: Case) -> Observation:
     """repr() of a fresh leaf."""
     text = repr(ns["Value"](case["x"]))
     if not isinstance(text, str):  # pragma: no cover - repr() itself enforces str
-        raise LearnerError("repr() did not return a str")
+        raise LearnerError("repr_not_str")
     return {"repr": str.__str__(text)[:500]}

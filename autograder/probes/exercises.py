@@ -33,16 +33,13 @@ def probe_relative_error(ns: Namespace, case: Case) -> Observation:
     return {"values": values}
 
 
-MANUAL_NODES = ("a", "b", "c", "e", "d", "f", "L")
-
-
 def probe_manual(ns: Namespace, case: Case) -> Observation:
-    """The data and hand-filled grads of a, b, c, e = a*b, d = e + c, f and L = d * f."""
+    """The data and hand-filled grads of the nodes the case names (a, b, c, e = a*b, d = e + c, f and L = d * f)."""
     out: Observation = {}
-    for n in MANUAL_NODES:
+    for n in case["nodes"]:
         node = ns.get(n)
         if node is None or not hasattr(node, "data"):
-            raise LearnerError(f"{n} is not defined as a Value: run the cell that builds L = (a*b + c) * f first")
+            raise LearnerError("manual_node_missing", name=n)
         out[n] = [read_number(node.data, f"{n}.data"), read_number(node.grad, f"{n}.grad")]
     return out
 
@@ -56,7 +53,9 @@ def probe_tanh_bricks(ns: Namespace, case: Case) -> Observation:
         except Exception as exc:
             if not results:
                 raise  # nothing to judge: the error is the observation
-            results.append({"error": describe(exc)})  # judged after the inputs that worked
+            # judged after the inputs that worked
+            results.append(exc.as_data() if isinstance(exc, LearnerError)
+                           else {"error": "raised", "fields": {"exception": describe(exc), "at": ""}})
             break
     return {"results": results}
 
@@ -66,7 +65,7 @@ def _tanh_bricks_at(ns: Namespace, x: float) -> dict[str, Any]:
     leaf = ns["Value"](x)
     out = ns["tanh_from_bricks"](leaf)
     if not hasattr(out, "data"):
-        raise LearnerError(f"tanh_from_bricks(Value({x!r})) gave a {type(out).__name__} ({short_repr(out)}), not a Value")
+        raise LearnerError("bricks_not_a_value", x=repr(x), kind=type(out).__name__, shown=short_repr(out))
     nodes, _ = walk_graph(out)
     ops = [op_text(n) for n in nodes]
     data = read_number(out.data, "tanh_from_bricks(x).data")
@@ -82,6 +81,6 @@ def probe_grads_of(ns: Namespace, case: Case) -> Observation:
     for _ in range(2):
         got = ns["grads_of"](f, list(case["inputs"]))
         if not isinstance(got, (list, tuple)):
-            raise LearnerError(f"grads_of returned a {type(got).__name__} ({short_repr(got)}), expected a list of numbers")
+            raise LearnerError("grads_of_not_a_list", kind=type(got).__name__, shown=short_repr(got))
         calls.append([read_number(g, f"grads_of(...)[{i}]") for i, g in enumerate(list(got)[:20])])
     return {"calls": calls}

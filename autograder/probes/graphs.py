@@ -33,20 +33,17 @@ def children(node: Any, limit: int) -> list[Any]:
         prev = node._prev
     except AttributeError:
         if hasattr(node, "data") and hasattr(node, "grad"):  # a Value after all, without the attribute
-            raise LearnerError(MISSING_ATTRIBUTE.format(attr="_prev")) from None
-        raise LearnerError(f"a child in some node's _prev is a {type(node).__name__} ({short_repr(node)}), not a Value: "
-                           "_children must hold the operand Values") from None
+            raise LearnerError("missing_attribute", attr="_prev") from None
+        raise LearnerError("child_not_a_value", kind=type(node).__name__, shown=short_repr(node)) from None
     try:
         one_shot = iter(prev) is prev
     except TypeError:
-        raise LearnerError(f"_prev is a {type(prev).__name__}, which cannot be walked: store the children in a set, "
-                           "tuple or list") from None
+        raise LearnerError("prev_not_walkable", kind=type(prev).__name__) from None
     if one_shot:
-        raise LearnerError(f"_prev is a {type(prev).__name__}, an iterator that can be walked only once: "
-                           "store the children in a set, tuple or list")
+        raise LearnerError("prev_one_shot", kind=type(prev).__name__)
     kids = list(itertools.islice(prev, limit + 1))  # never list() an endless learner collection
     if len(kids) > limit:
-        raise LearnerError(f"a node's _prev holds more than {limit} children: does _prev hold only the operands?")
+        raise LearnerError("prev_too_many", limit=limit)
     return kids
 
 
@@ -59,7 +56,7 @@ def make_node(value: Any, data: float, kids: Sequence[Any], op: str) -> Any:
     where the attributes cannot be set."""
     node = value(data)
     if not hasattr(node, "_prev"):
-        raise LearnerError(MISSING_ATTRIBUTE.format(attr="_prev"))
+        raise LearnerError("missing_attribute", attr="_prev")
     kind = type(node._prev)
     try:
         node._prev = kind(kids) if kind in (set, frozenset, tuple, list) else tuple(kids)
@@ -68,10 +65,6 @@ def make_node(value: Any, data: float, kids: Sequence[Any], op: str) -> Any:
         return node
     except (AttributeError, TypeError):
         return value(data, tuple(kids), op)
-
-
-MISSING_ATTRIBUTE = ("your Value has no `{attr}`: the fixed API gives every Value `data`, `grad`, `_prev`, `_op` and "
-                     "`_backward` (set them in __init__)")
 
 
 def walk_graph(root: Any, limit: int = 100_000) -> tuple[list[Any], dict[int, list[Any]]]:
@@ -85,7 +78,7 @@ def walk_graph(root: Any, limit: int = 100_000) -> tuple[list[Any], dict[int, li
             continue
         seen[id(node)] = node
         if len(seen) > limit:
-            raise LearnerError(f"the graph has more than {limit} nodes: does _prev hold only the operands?")
+            raise LearnerError("graph_too_big", limit=limit)
         kids = children(node, limit)
         kids_of[id(node)] = kids
         stack.extend(kids)
@@ -123,8 +116,7 @@ def set_parameters(model: Any, weights: Sequence[float]) -> list[Any]:
 def read_output(out: Any, what: str) -> float:
     """The data of one output Value, or LearnerError when it is a list or not a Value."""
     if isinstance(out, (list, tuple)):
-        raise LearnerError(f"{what} returned a {type(out).__name__} of {len(out)}; with one output neuron it "
-                           "should return the Value itself")
+        raise LearnerError("one_output_in_a_list", what=what, kind=type(out).__name__, n=len(out))
     if not hasattr(out, "data"):
-        raise LearnerError(f"{what} returned a {type(out).__name__} ({short_repr(out)}), expected a Value")
+        raise LearnerError("output_not_a_value", what=what, kind=type(out).__name__, shown=short_repr(out))
     return read_number(out.data, f"{what}.data")

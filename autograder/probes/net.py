@@ -51,8 +51,9 @@ def _layer_shape(ns: Namespace, layer: Any) -> list[int]:
     return [_neuron_shape(ns, n) for n in held(layer, ns["Neuron"])] if isinstance(ns.get("Neuron"), type) else []
 
 
-def _outputs(fn: Any, xs: list[Any], what: str) -> tuple[list[list[float]], list[Any], str | None]:
-    """The model's one output at each input, or the probe's reason it could not read one (learner errors raise)."""
+def _outputs(fn: Any, xs: list[Any], what: str) -> tuple[list[list[float]], list[Any], dict[str, Any] | None]:
+    """The model's one output at each input, or the probe's reason it could not read one, as data (learner errors
+    raise)."""
     outs, read = [], []
     for x in xs:
         out = fn(x)
@@ -60,7 +61,7 @@ def _outputs(fn: Any, xs: list[Any], what: str) -> tuple[list[list[float]], list
         try:
             read.append([read_output(out, what)])
         except LearnerError as exc:
-            return read, outs, str(exc)
+            return read, outs, exc.as_data()
     return read, outs, None
 
 
@@ -94,7 +95,7 @@ def probe_layer(ns: Namespace, case: Case) -> Observation:
     except LearnerError as exc:
         if shape["count"] == len(case["weights"]):
             raise
-        return {**shape, "outputs": [], "output_error": str(exc), "reach": 0, "single_is_value": True}
+        return {**shape, "outputs": [], "output_error": exc.as_data(), "reach": 0, "single_is_value": True}
 
 
 def _layer_outputs(ns: Namespace, case: Case, layer: Any, params: list[Any]) -> Observation:
@@ -108,7 +109,7 @@ def _layer_outputs(ns: Namespace, case: Case, layer: Any, params: list[Any]) -> 
             outs = [out]
         else:
             if not isinstance(out, (list, tuple)) or len(out) != nout:
-                raise LearnerError(f"Layer({nin}, {nout})(x) returned {short_repr(out)}, expected a list of {nout} Values")
+                raise LearnerError("layer_not_a_list", nin=nin, nout=nout, shown=short_repr(out))
             outs = list(out)
             outputs.append([read_output(o, "Layer(x)[i]") for o in outs])
         first = first or outs
@@ -147,6 +148,6 @@ def probe_train(ns: Namespace, case: Case) -> Observation:
     try:
         items = list(losses)[: case["steps"] + 10]
     except TypeError:
-        raise LearnerError(f"train returned a {type(losses).__name__}, expected a list of losses") from None
+        raise LearnerError("train_not_a_list", kind=type(losses).__name__) from None
     moved = any(read_number(p.data, "a parameter's data") != w for p, w in zip(params, case["weights"]))
     return {"count": len(params), "losses": [read_number(x, "a recorded loss") for x in items], "moved": moved}

@@ -15,7 +15,24 @@ from typing import Any
 
 
 class LearnerError(Exception):
-    """Learner code misbehaved; the message says how, in words meant for the learner."""
+    """Learner code misbehaved: `key` says how, `fields` are the facts the probe saw (short strings).
+
+    The sentence a learner reads is phrased on the answer side (checks/messages.PROBE_ERRORS[key]), which the probe
+    side may not import; str() is a plain rendering of the facts, for the aids and for debugging."""
+
+    def __init__(self, key: str, **fields: object) -> None:
+        self.key = key
+        self.fields = {k: str(v)[:500] for k, v in fields.items()}
+        super().__init__(key)
+
+    def __str__(self) -> str:
+        facts = ", ".join(f"{k}: {v}" for k, v in self.fields.items())
+        said = self.key.replace("_", " ")
+        return f"{said} ({facts})" if facts else said
+
+    def as_data(self) -> dict[str, object]:
+        """What an observation carries of this error: the key and the facts."""
+        return {"error": self.key, "fields": dict(self.fields)}
 
 
 class LearnerTimeout(LearnerError):
@@ -62,13 +79,13 @@ def lie(obj: object, value: float | None) -> str | None:
 def _caught(what: str, obj: object, how: str) -> LearnerError:
     if len(SUSPICIONS) < 100:
         SUSPICIONS.append(f"{what}: a {type(obj).__name__} that {how}")
-    return LearnerError(f"{what} is a {type(obj).__name__} that {how}; the grader reads only plain numbers")
+    return LearnerError("number_lies", what=what, kind=type(obj).__name__, how=how)
 
 
 def read_number(obj: object, what: str) -> float:
     """`obj` as a plain float, or LearnerError naming `what` when it is not a real number."""
     if isinstance(obj, bool):
-        raise LearnerError(f"{what} is a bool ({obj!r}), expected a number")
+        raise LearnerError("number_is_bool", what=what, shown=repr(obj))
     if isinstance(obj, float):
         # float.__float__ reads the stored double, whatever a subclass overrides.
         value = float.__float__(obj)
@@ -81,18 +98,18 @@ def read_number(obj: object, what: str) -> float:
         try:
             value = float(obj)
         except Exception as exc:
-            raise LearnerError(f"{what} could not be read as a number: {describe(exc)}") from None
+            raise LearnerError("number_unreadable", what=what, error=describe(exc)) from None
     else:
         how = lie(obj, None)
         if how:
             raise _caught(what, obj, how)
-        raise LearnerError(f"{what} is a {type(obj).__name__} ({short_repr(obj)}), expected a number")
+        raise LearnerError("not_a_number", what=what, kind=type(obj).__name__, shown=short_repr(obj))
     if type(obj) not in (float, int):  # a subclass or another Real: numpy's are honest, a learner's may lie
         how = lie(obj, value)
         if how:
             _caught(what, obj, how)  # recorded for the flags; the stored value is what gets judged
     if type(value) is not float:  # pragma: no cover - float() guarantees it; kept as the contract
-        raise LearnerError(f"{what} did not convert to a plain float")
+        raise LearnerError("number_not_float", what=what)
     return value
 
 
@@ -144,7 +161,7 @@ def time_limit(seconds: float) -> Iterator[None]:
 
     def on_alarm(signum: int, frame: object) -> None:
         if not done:
-            raise LearnerTimeout(f"did not finish within {seconds:g} s (an infinite loop?)")
+            raise LearnerTimeout("timeout", seconds=f"{seconds:g}")
 
     previous = signal.signal(signal.SIGALRM, on_alarm)
     previous_hook = sys.unraisablehook
@@ -183,7 +200,7 @@ def _counted_time_limit(seconds: float) -> Iterator[None]:
         nonlocal ticks
         ticks += 1
         if ticks & 1023 == 0 and time.monotonic() > deadline:
-            raise LearnerTimeout(f"did not finish within {seconds:g} s (an infinite loop?)")
+            raise LearnerTimeout("timeout", seconds=f"{seconds:g}")
 
     events = monitoring.events
     monitoring.use_tool_id(tool, TIME_LIMIT_TOOL)

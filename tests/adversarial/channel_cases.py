@@ -277,7 +277,7 @@ CASES: dict[str, Case] = {
     "guard_blinded_then_builtins_patched": Case(lambda: append(solved(), "ex_02_value_class", GUARD_BLINDED), ZERO,
                                                 "tampered with the grader", "builtins.abs"),
     # class 2: hidden inputs come from the course's secret; tables are caught by the random nudge
-    "table_of_hidden_inputs": Case(hidden_table, scores(1, 0, 0, 2), "", "hard-coded answers? add_forward"),
+    "table_of_hidden_inputs": Case(hidden_table, scores(1, 0, 1, 2), "", "hard-coded answers? add_forward"),
     "table_of_visible_repr": Case(repr_table, scores(0, 1, 1, 2), "", "hard-coded answers? value_repr"),
     # class 3: whatever one notebook does, the batch goes on
     "malformed_outputs": Case(lambda: append(solved(), "ex_02_add", MALFORMED), scores(1, 0, 0, 0),

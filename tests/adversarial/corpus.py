@@ -323,7 +323,8 @@ CASES: dict[str, Case] = {
     "patch_in_probe": Case(lambda: _set(solved(), "ex_02_mul", PATCH_IN_PROBE), scores(1, 1, 0, 0), "tampered with the grader",
                            "called by the checks of cell"),
     # the table misses the `+` inside mul_forward's a * b + c too: 0 for that cell as well (an honest failure)
-    "hard_coded": Case(hard_coded, scores(1, 0, 0, 2), "", "hard-coded answers? add_forward"),
+    # a correct * keeps its point: mul_forward runs * alone, never the tabulated +
+    "hard_coded": Case(hard_coded, scores(1, 0, 1, 2), "", "hard-coded answers? add_forward"),
     "edited_test_cell": Case(edited_test, scores(1, 1, 0, 2), "", "locked cell check_02_mul edited"),
 }
 
