@@ -393,6 +393,7 @@ def test_a_course_on_the_hub_from_release_to_feedback(hub: Hub, tmp_path: Path):
         printed = teacher.terminal(f"python -m autograder grade {ASSIGNMENT} --no-progress --csv", "grade")
         teacher.term.screenshot(path=str(ARTIFACTS / "06-instructor-graded.png"))
         assert f"wrote {course / ASSIGNMENT}-summary.csv" in printed, printed
+        assert re.search(r"sandbox: bubblewrap.*unprivileged", printed), printed  # graded as the instructor, no root
         with (course / f"{ASSIGNMENT}-summary.csv").open() as f:
             graded = {row["student_id"]: row for row in csv.DictReader(f)}
         assert graded[ontime]["flags"].startswith("introspection by learner code: sys._getframe"), graded
