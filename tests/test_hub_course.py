@@ -27,9 +27,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import nbformat
 import pytest
-from browser_support import CHROMIUM, CHROMIUM_FLAGS, ROOT, Console, Notebook, missing, require_chromium, shot, workbook
+from browser_support import CHROMIUM, CHROMIUM_FLAGS, ROOT, Notebook, missing, require_chromium, shot, workbook
 from lab_server import free_port, stop, wait_until_served
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
@@ -155,8 +154,6 @@ class Person:
 
     def __init__(self, hub: Hub, user: str, page, folder: Path) -> None:
         self.hub, self.user, self.page, self.folder = hub, user, page, folder
-        self.console = Console()
-        self.console.watch(page)
         self.lab = f"{hub.url}/user/{user}/lab"
         self.term = None  # the Lab tab with a terminal, once opened
 
@@ -452,4 +449,3 @@ def test_a_course_on_the_hub_from_release_to_feedback(hub: Hub, tmp_path: Path):
     assert {k: v["late"] for k, v in ours.items()} == {(ontime, NOTEBOOK): False, (late, NOTEBOOK): True}
     assert ours[(ontime, NOTEBOOK)]["score"] == 2 and ours[(late, NOTEBOOK)]["score"] == 1, ours
     assert ours == plain_nbgrader_rows(hub, tmp_path, due), (ours, hub.log)
-    nbformat.read(next(course.glob(f"autograded/{late}/{ASSIGNMENT}/{NOTEBOOK}.ipynb")), as_version=4)
