@@ -29,7 +29,8 @@ c.CourseDirectory.release_directory = str(HERE / "notebooks")
 
 # ---- nbgrader: hand-out and collection on one machine (release/fetch/submit/collect, feedback)
 # The exchange is a folder of the course directory; nbgrader creates it world-writable on the first release.
-c.Exchange.root = str(COURSE / "exchange")
+# On a hub the exchange is a shared folder outside the course: the hub gives its path to every server
+c.Exchange.root = os.environ.get("AUTOGRADER_EXCHANGE") or str(COURSE / "exchange")
 
 # ---- nbgrader: execution (plain `nbgrader autograde`, and the formgrader's Autograde button)
 c.Execute.timeout = 30  # seconds per cell
