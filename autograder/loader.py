@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .probes.safe import captured_output, describe, time_limit
+from .checks.messages import probe_error
+from .probes.safe import LearnerError, captured_output, describe, time_limit
 
 SKIP_TAGS = frozenset({"demo", "plot", "test", "skip-import"})
 NOT_DONE = "raises NotImplementedError (not done yet)"  # a stub cell's problem while loading
@@ -165,5 +166,7 @@ def _execute(p: Path, sources: list[tuple[str, str] | CheckCell], loaded: Loaded
             loaded.problems.append(f"{label}: {NOT_DONE}")
         except KeyboardInterrupt:
             raise
+        except LearnerError as exc:  # the grader's own limit (a time limit): its sentence, not its key
+            loaded.problems.append(f"{label}: {probe_error(exc.as_data())}")
         except BaseException as exc:  # SystemExit, GeneratorExit, ...: a broken cell, not a broken grader
             loaded.problems.append(f"{label}: {describe(exc)}")
