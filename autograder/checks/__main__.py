@@ -2,4 +2,5 @@
 
 from .registry import main
 
-raise SystemExit(main())
+if __name__ == "__main__":  # importing the module (as pkgutil walks the package) must not rewrite anything
+    raise SystemExit(main())
