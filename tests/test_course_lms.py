@@ -11,7 +11,8 @@ import grading_corpus as gc
 import pytest
 from nbgrader.api import Gradebook
 
-from autograder.grading.batch import Row, write_csv
+from autograder.grading.batch import write_csv
+from autograder.grading.types import Code, Reason, Row, Status
 from autograder.lms import CANVAS_IDENTITY, POINTS_POSSIBLE, CanvasCollectorPlugin, CanvasExportPlugin
 
 
@@ -73,8 +74,8 @@ def test_canvas_collector_maps_canvas_file_names_to_roster_students(name, expect
 
 def test_summary_csv_of_a_student_run_keeps_the_other_students_lines(tmp_path):
     path = str(tmp_path / "summary.csv")
-    write_csv([Row("a", "nb", 1, 2, "graded"), Row("b", "nb", 2, 2, "graded")], path, "ps1")
-    write_csv([Row("b", "nb", 0, 2, "not graded", reason="broken")], path, "ps1", keep_other_students=True)
+    write_csv([Row("a", "nb", 1, 2, Status.GRADED), Row("b", "nb", 2, 2, Status.GRADED)], path, "ps1")
+    write_csv([Row("b", "nb", 0, 2, Status.NOT_GRADED, reasons=[Reason(Code.UNREADABLE, "broken")])], path, "ps1", keep_other_students=True)
     rows = [(r["student_id"], r["score"], r["status"]) for r in csv.DictReader(open(path))]
     assert rows == [("a", "1", "graded"), ("b", "0", "not graded")]
 
