@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-import grading_corpus as gc
+import support
 from bench_grade import workbook_course  # the same course: generated workbook, solutions/blanks/mistakes
 
 WORKERS = 2
@@ -35,7 +35,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--students", type=int, default=4, help="students handing in the workbook (default 4)")
     args = parser.parse_args()
-    config = str(gc.ROOT / "grading_config.py")
+    config = str(support.ROOT / "grading_config.py")
     with tempfile.TemporaryDirectory(prefix="bench-cluster-") as tmp:
         try:
             plain, ids = workbook_course(Path(tmp), args.students)
@@ -45,7 +45,7 @@ def main() -> int:
         local, cluster = Path(tmp) / "local", Path(tmp) / "cluster"
         shutil.copytree(plain, local)
         shutil.copytree(plain, cluster)
-        t_plain, a = run([os.path.join(gc.BIN, "nbgrader"), "autograde", "workbook", f"--NbGrader.config_file={config}"], plain)
+        t_plain, a = run([os.path.join(support.BIN, "nbgrader"), "autograde", "workbook", f"--NbGrader.config_file={config}"], plain)
         t_local, b = run([sys.executable, "-m", "autograder", "grade", "workbook", "--course", str(local), "--config", config,
                           "--no-progress", "--jobs", str(WORKERS)], local)
         if a.returncode or b.returncode:
@@ -67,7 +67,7 @@ def main() -> int:
 
 def run(cmd: list[str], course: Path) -> tuple[float, subprocess.CompletedProcess[str]]:
     """Time one command in the course folder."""
-    env = gc.env() | {"AUTOGRADER_COURSE_DIR": str(course)}
+    env = support.env() | {"AUTOGRADER_COURSE_DIR": str(course)}
     t0 = time.perf_counter()
     done = subprocess.run(cmd, cwd=course, env=env, text=True, capture_output=True)
     return time.perf_counter() - t0, done

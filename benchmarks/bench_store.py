@@ -36,7 +36,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-import grading_corpus as gc
+import support
 from bench_grade import workbook_course
 
 ASSIGNMENT = "workbook"
@@ -71,7 +71,7 @@ def grade_templates(course: Path) -> tuple[Any, list[Any]]:
     from autograder.grading.types import Code, Item, Reason, Result, Task
     from autograder.settings import Limits, Tolerance, load_config
 
-    config = load_config(str(gc.ROOT / "grading_config.py"))
+    config = load_config(str(support.ROOT / "grading_config.py"))
     spec = load_assignment(f"sqlite:///{course / 'gradebook.db'}", ASSIGNMENT)
     shared = pipeline.Shared(spec.notebooks, Limits(config=config), Tolerance(config=config), course_secret(course))
     tasks = [Task(Item(s.name, nb, s / ASSIGNMENT / f"{nb}.ipynb"), "fp") for s in sorted((course / "submitted").iterdir())
@@ -219,9 +219,9 @@ def _text(value: Any) -> str:
 
 def export(db_url: str, cwd: Path, to: Path) -> list[dict[str, str]]:
     """`nbgrader export` of the gradebook, its rows sorted by student."""
-    env = gc.env()
+    env = support.env()
     env.pop("NBGRADER_EXECUTION", None)
-    done = subprocess.run([os.path.join(gc.BIN, "nbgrader"), "export", f"--CourseDirectory.db_url={db_url}",
+    done = subprocess.run([os.path.join(support.BIN, "nbgrader"), "export", f"--CourseDirectory.db_url={db_url}",
                            f"--CourseDirectory.course_id={COURSE_ID}", "--to", str(to)], cwd=cwd, env=env,
                           capture_output=True, text=True)
     if done.returncode:
@@ -237,7 +237,7 @@ def fresh_postgres(url: str, template: Path, course: Path) -> None:
 
     from autograder.settings import load_config
 
-    config = load_config(str(gc.ROOT / "grading_config.py"))
+    config = load_config(str(support.ROOT / "grading_config.py"))
     config.merge(Config({"CourseDirectory": {"root": str(template), "db_url": url,
                                              "release_directory": str(course / "pg-release")}}))
     result = NbGraderAPI(coursedir=CourseDirectory(config=config), config=config).generate_assignment(ASSIGNMENT)

@@ -34,7 +34,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-import grading_corpus as gc
+import support
 from bench_grade import workbook_course
 
 STEPS = ["read_submission", "parse_notebook", "sanitize_notebook", "execute_and_judge", "mark_not_run", "render_notebook"]
@@ -102,7 +102,7 @@ def main() -> int:
             sandbox.MODE.pool.warm()
             sandbox.MODE.pool.current()
             print(f"sandbox start (bubblewrap, staging, preload): {time.perf_counter() - t0:.2f} s")
-        options = batch.Options("workbook", load_config(str(gc.ROOT / "grading_config.py")), str(course), jobs=args.jobs,
+        options = batch.Options("workbook", load_config(str(support.ROOT / "grading_config.py")), str(course), jobs=args.jobs,
                                 progress=False, unsafe_no_sandbox=args.unsafe_no_sandbox, clock=profile)
         t0 = time.perf_counter()
         rows = batch.run(options)

@@ -7,8 +7,8 @@ import datetime
 import warnings
 import zipfile
 
-import grading_corpus as gc
 import pytest
+import support
 from nbgrader.api import Gradebook
 
 from autograder.grading.batch import write_csv
@@ -82,19 +82,19 @@ def test_summary_csv_of_a_student_run_keeps_the_other_students_lines(tmp_path):
 
 @pytest.mark.slow
 def test_zip_collect_files_a_canvas_download_under_the_roster_s_student_ids(tmp_path):
-    root = gc.make_course(tmp_path / "course")
+    root = support.make_course(tmp_path / "course")
     (tmp_path / "roster.csv").write_text("id,first_name,last_name,email,lms_user_id\n"
                                          "alice,Alice,Martin,alice@example.edu,1001\nbob,Bob,Nguyen,bob@example.edu,1002\n")
-    gc.nbgrader(root, "db", "student", "import", str(tmp_path / "roster.csv"))
-    released = (root / "release" / gc.ASSIGNMENT / f"{gc.NOTEBOOK}.ipynb").read_bytes()
-    archive = root / "downloaded" / gc.ASSIGNMENT / "archive"
+    support.nbgrader(root, "db", "student", "import", str(tmp_path / "roster.csv"))
+    released = (root / "release" / support.ASSIGNMENT / f"{support.NOTEBOOK}.ipynb").read_bytes()
+    archive = root / "downloaded" / support.ASSIGNMENT / "archive"
     archive.mkdir(parents=True)
     with zipfile.ZipFile(archive / "submissions.zip", "w") as z:  # Canvas: Assignment -> Download Submissions
-        z.writestr(f"martinalice_1001_5551_{gc.NOTEBOOK}.ipynb", released)
-        z.writestr(f"nguyenbob_LATE_1002_5552_{gc.NOTEBOOK}-1.ipynb", released)
-        z.writestr(f"strangerx_9999_5554_{gc.NOTEBOOK}.ipynb", released)
-    r = gc.nbgrader(root, "zip_collect", gc.ASSIGNMENT, "--collector=autograder.lms.CanvasCollectorPlugin")
+        z.writestr(f"martinalice_1001_5551_{support.NOTEBOOK}.ipynb", released)
+        z.writestr(f"nguyenbob_LATE_1002_5552_{support.NOTEBOOK}-1.ipynb", released)
+        z.writestr(f"strangerx_9999_5554_{support.NOTEBOOK}.ipynb", released)
+    r = support.nbgrader(root, "zip_collect", support.ASSIGNMENT, "--collector=autograder.lms.CanvasCollectorPlugin")
     assert "not recognized" not in r.stderr
     submitted = sorted(p.relative_to(root / "submitted").as_posix() for p in (root / "submitted").rglob("*.ipynb"))
-    assert submitted == [f"alice/{gc.ASSIGNMENT}/{gc.NOTEBOOK}.ipynb", f"bob/{gc.ASSIGNMENT}/{gc.NOTEBOOK}.ipynb"]
+    assert submitted == [f"alice/{support.ASSIGNMENT}/{support.NOTEBOOK}.ipynb", f"bob/{support.ASSIGNMENT}/{support.NOTEBOOK}.ipynb"]
     assert "9999 is not on the roster" in r.stderr

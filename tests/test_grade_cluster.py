@@ -30,10 +30,11 @@ from typing import Any
 import nbformat
 import postgres_server
 import pytest
-from workbook_course import NAMES, ROOT, VENV_BIN, Graded
+from support import NAMES, ROOT, VENV_BIN, Graded
 
 from autograder.grading import batch, sandbox
 from autograder.grading.journal import JOURNAL_FILE, Journal
+from autograder.grading.store import SECRET_FILE
 from autograder.grading.types import Code, Row, Status
 from autograder.grading.writer import Writer
 from autograder.settings import load_config
@@ -117,8 +118,8 @@ def _kill_driver_after_first_store(course: Path, config: Path, address: str) -> 
             time.sleep(0.05)
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
-    stored = {k.removeprefix(f"{ASSIGNMENT}/") for k in Journal(course, (course / ".autograder-secret").read_text().strip()
-                                                                 .encode()).records}
+    secret = bytes.fromhex((course / SECRET_FILE).read_text().strip())
+    stored = {k.removeprefix(f"{ASSIGNMENT}/") for k in Journal(course, secret).records}
     assert 0 < len(stored) < len(STUDENTS) * len(NAMES), f"the driver was not killed mid-run:\n{log.read_text()[-3000:]}"
     return stored
 
