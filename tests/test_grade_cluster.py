@@ -407,3 +407,18 @@ def test_a_worker_whose_sandbox_is_gone_for_good_gives_the_notebook_back_instead
     with pytest.raises(cluster.SandboxLost, match="cannot start again: bubblewrap is not installed"):
         empty = nbformat.writes(nbformat.v4.new_notebook()).encode()
         cluster.grade_job(cluster.Job("ada", "engine", empty, {}), _shared())
+
+
+def test_what_every_worker_is_sent_once_holds_the_settings_as_values_never_the_course_config() -> None:
+    import pickle
+
+    from traitlets.config import Config
+
+    from autograder.grading.pipeline import Shared
+    from autograder.settings import Limits, Tolerance
+
+    config = Config({"Limits": {"cell_timeout": 7.0}, "CourseDirectory": {"db_url": "postgresql://u:S3cretPW@db/course"}})
+    sent = pickle.dumps(Shared({}, Limits(config=config), Tolerance(config=config), b"k" * 32))
+    assert b"S3cretPW" not in sent and b"CourseDirectory" not in sent
+    got = pickle.loads(sent)
+    assert (got.limits.cell_timeout, got.secret, got.clock) == (7.0, b"k" * 32, None)
