@@ -220,10 +220,10 @@ class Workers:
 class DaskPool:
     """The Dask executor: READ here, GRADE on a sandboxed worker; results gathered back in batches."""
 
-    def __init__(self, client: Client, shared: Shared, workers: Workers, run: str) -> None:
+    def __init__(self, client: Client, shared: Shared, workers: Workers, run: str, assignment: str) -> None:
         from distributed import as_completed
 
-        self.client, self.shared, self.workers, self.run = client, shared, workers, run
+        self.client, self.shared, self.workers, self.run, self.assignment = client, shared, workers, run, assignment
         self.flying: dict[Any, tuple[Future[Result], Task, str | None]] = {}  # dask future -> ours, task, timestamp
         self.lock = threading.Lock()
         self.done = as_completed(with_results=False)
@@ -251,7 +251,7 @@ class DaskPool:
         assert work.prepared is not None
         job = Job(item.student, item.notebook, work.prepared.data, work.prepared.files, tuple(work.prepared.flags))
         future = self.client.submit(grade_job, job, self.data, resources={RESOURCE: 1}, retries=RETRIES, pure=False,
-                                    key=f"grade-{item.student}/{item.notebook}-{self.run}")
+                                    key=f"grade-{self.assignment}/{item.label}-{self.run}")
         with self.lock:
             self.flying[future] = (ours, task, work.timestamp)
         self.done.add(future)
@@ -329,7 +329,7 @@ def grade_on_cluster(todo: list[Task], shared: Shared, writer: Writer, target: s
     try:
         client.register_plugin(SandboxCheck(run, GRADER_VERSION), name=SandboxCheck.name)
         workers.wait_for_one()
-        pool = DaskPool(client, shared, workers, run)
+        pool = DaskPool(client, shared, workers, run, writer.assignment)
         rows = writer.run(todo, pool, progress, desc=f"grading {writer.assignment} on the cluster")
         workers.poll(every=0.0)
         return rows

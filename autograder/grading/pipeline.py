@@ -51,7 +51,14 @@ class Shared:
         return {name: nb for nb, s in self.notebooks.items() if nb != notebook for name in s.cells}
 
     def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "clock": None}  # a clock times this process only
+        # the settings as plain values: the course's config (a database password, say) never travels; nor the clock
+        plain = {name: getattr(self.limits, name) for name in self.limits.trait_names(config=True)}
+        tol = {name: getattr(self.tolerance, name) for name in self.tolerance.trait_names(config=True)}
+        return {"notebooks": self.notebooks, "limits": plain, "tolerance": tol, "secret": self.secret}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.notebooks, self.secret, self.clock = state["notebooks"], state["secret"], None
+        self.limits, self.tolerance = Limits(**state["limits"]), Tolerance(**state["tolerance"])
 
 
 @dataclass
