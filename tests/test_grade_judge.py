@@ -199,3 +199,47 @@ def test_gradebook_connections_wait_for_a_lock_instead_of_failing(tmp_path: Path
     engine = sqlalchemy.create_engine(f"sqlite:///{tmp_path / 'gradebook.db'}")
     with engine.connect() as conn:
         assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() == store.BUSY_TIMEOUT_MS >= 30_000
+
+
+class _Refusing:
+    """An executor whose submit fails as `error` does."""
+
+    def __init__(self, error: Exception) -> None:
+        self.error, self.stopped = error, False
+
+    def submit(self, task: Task) -> Any:
+        raise self.error
+
+    def window(self) -> int:
+        return 2
+
+    def stop(self) -> None:
+        self.stopped = True
+
+
+def _assignment_gradebook(tmp_path: Path) -> None:
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{tmp_path}/gradebook.db") as gb:
+        gb.add_assignment("a")
+        gb.add_notebook("nb", "a")
+        gb.add_grade_cell("g1", "nb", "a", max_score=1, cell_type="code")
+        gb.add_student("alice")
+
+
+def test_a_grader_bug_starting_a_notebook_grades_it_zero_saying_so_and_the_batch_goes_on(tmp_path: Path) -> None:
+    _assignment_gradebook(tmp_path)
+    writer = _writer(tmp_path)
+    [row] = writer.run([_result(tmp_path, "alice", None).task], _Refusing(RuntimeError("boom")), progress=False)  # type: ignore[arg-type]
+    writer.close()
+    assert (row.status, row.score) == (Status.NOT_GRADED, 0.0) and row.has(Code.GRADER_ERROR) and "boom" in row.reason
+
+
+def test_an_executor_that_is_gone_stops_the_run_and_stores_no_zero(tmp_path: Path) -> None:
+    _assignment_gradebook(tmp_path)
+    writer = _writer(tmp_path)
+    executor = _Refusing(ConnectionResetError("the scheduler closed the connection"))
+    with pytest.raises(OSError):
+        writer.run([_result(tmp_path, "alice", None).task], executor, progress=False)  # type: ignore[arg-type]
+    writer.close()
+    assert executor.stopped and Journal(tmp_path, SECRET).get(Journal.key("a", "alice", "nb")) is None

@@ -248,6 +248,10 @@ class DaskPool:
         except Unreadable as exc:  # missing, empty, too big, refused: no worker needed to say so
             ours.set_result(pipeline.unreadable(task, exc, work.timestamp))
             return ours
+        except Exception as exc:  # a grader bug reading one submission must not lose the rest of the batch
+            ours.set_result(Result(task, None, Reason(Code.GRADER_ERROR, f"grader error {type(exc).__name__}: {exc}"),
+                                   timestamp=work.timestamp))
+            return ours
         assert work.prepared is not None
         job = Job(item.student, item.notebook, work.prepared.data, work.prepared.files, tuple(work.prepared.flags))
         future = self.client.submit(grade_job, job, self.data, resources={RESOURCE: 1}, retries=RETRIES, pure=False,

@@ -77,6 +77,8 @@ class Writer:
                     return
                 try:
                     future = executor.submit(task)
+                except OSError:  # the executor is gone (a Dask scheduler lost): nothing of it is stored as a grade
+                    raise
                 except Exception as exc:  # a grader bug starting one notebook must not lose the rest of the batch
                     future = Future()
                     future.set_result(Result(task, None, grader_error(exc)))
