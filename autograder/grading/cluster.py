@@ -50,6 +50,7 @@ if TYPE_CHECKING:
 RESOURCE = "autograder-sandbox"  # held by a worker whose sandbox started; each grading task takes one unit
 TOPIC = "autograder-sandbox"  # the scheduler's event log where each worker says whether its sandbox started
 WAIT_FOR_WORKER = 300.0  # seconds to wait for a first worker with a sandbox (batch schedulers queue jobs a while)
+WINDOW_PER_THREAD = 4  # tasks in flight per grading slot (as executors.LocalPool keeps per thread)
 RETRIES = 1  # a task that raised (a grader bug, a lost connection) is tried once more elsewhere
 CLASS_TARGET = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")  # module:Class, e.g. dask_jobqueue:SLURMCluster
 
@@ -291,8 +292,9 @@ class DaskPool:
                 ours.set_result(result)
 
     def window(self) -> int:
-        """Twice the cluster's grading slots in flight (asked again every 2 s): the driver never holds 120,000
-        notebooks in memory at once; a worker that joins gets the shared data too."""
+        """Four tasks per grading slot in flight (the slots asked again every 2 s): each slot has its next notebooks
+        queued while the driver stores, and the driver never holds 120,000 notebooks in memory at once; a worker
+        that joins gets the shared data too."""
         self.workers.poll()
         if time.monotonic() - self._sized > 2.0:
             self._slots, self._sized = max(1, self.workers.slots()), time.monotonic()
@@ -301,7 +303,7 @@ class DaskPool:
                 with contextlib.suppress(Exception):
                     self.client.replicate([self.data], workers=list(self.workers.able))
                 self.holders |= joined
-        return 2 * self._slots
+        return WINDOW_PER_THREAD * self._slots
 
     def stop(self) -> None:
         """Cancel what is in flight."""

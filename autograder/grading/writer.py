@@ -99,9 +99,9 @@ class Writer:
                             group.append(future.result())
                         except Exception as exc:  # a grader bug must not lose the rest of the batch
                             group.append(Result(task, None, grader_error(exc)))
+                    fill()  # the executor gets its next notebooks before this thread stores: no worker waits for it
                     rows += self.store(bulk, group)
                     bar.update(len(group))
-                    fill()
         except BaseException:
             executor.stop()
             runner.kill_all()
