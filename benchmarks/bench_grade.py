@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-import grading_corpus as gc
+import support
 
 
 def main() -> int:
@@ -33,22 +33,22 @@ def main() -> int:
     if args.workbook:
         return bench_workbook(args.workbook, args.jobs)
     with tempfile.TemporaryDirectory(prefix="bench-grade-") as tmp:
-        plain = gc.make_course(Path(tmp) / "plain")
-        students = gc.honest_corpus(plain)
+        plain = support.make_course(Path(tmp) / "plain")
+        students = support.honest_corpus(plain)
         ours = Path(tmp) / "ours"
         shutil.copytree(plain, ours)
-        (ours / "nbgrader_config.py").write_text(gc.CONFIG.format(root=str(ours), assignment=gc.ASSIGNMENT))
+        (ours / "nbgrader_config.py").write_text(support.CONFIG.format(root=str(ours), assignment=support.ASSIGNMENT))
 
         t0 = time.perf_counter()
-        result = gc.nbgrader(plain, "autograde", gc.ASSIGNMENT, check=False)
+        result = support.nbgrader(plain, "autograde", support.ASSIGNMENT, check=False)
         t_plain = time.perf_counter() - t0
         t0 = time.perf_counter()
-        mine = gc.grade_ours(ours, *(["--jobs", str(args.jobs)] if args.jobs else []))
+        mine = support.grade_ours(ours, *(["--jobs", str(args.jobs)] if args.jobs else []))
         t_ours = time.perf_counter() - t0
         if result.returncode or mine.returncode:
             print(f"a grader failed: nbgrader exit {result.returncode}, ours exit {mine.returncode}\n{mine.stderr}")
             return 1
-        a, b = gc.grade_cells(plain, students), gc.grade_cells(ours, students)
+        a, b = support.grade_cells(plain, students), support.grade_cells(ours, students)
         same = a == b and len(a) == 4 * len(students)
         print(f"corpus: {len(students)} submissions, {len(a)} grade cells; scores identical: {same}")
         print(f"plain nbgrader autograde : {t_plain:6.1f} s  ({t_plain / len(students):.2f} s per notebook)")
@@ -59,11 +59,11 @@ def main() -> int:
 
 def workbook_course(tmp: Path, students: int) -> tuple[Path, list[str]]:
     """A course in `tmp`/plain with the workbook generated and `students` submissions (solutions, blanks, mistakes)."""
-    config = str(gc.ROOT / "grading_config.py")
+    config = str(support.ROOT / "grading_config.py")
     plain, release = tmp / "plain", tmp / "release"
     plain.mkdir()
-    env = gc.env() | {"AUTOGRADER_COURSE_DIR": str(plain)}
-    gen = subprocess.run([os.path.join(gc.BIN, "nbgrader"), "generate_assignment", "workbook", "--force",
+    env = support.env() | {"AUTOGRADER_COURSE_DIR": str(plain)}
+    gen = subprocess.run([os.path.join(support.BIN, "nbgrader"), "generate_assignment", "workbook", "--force",
                           f"--CourseDirectory.release_directory={release}", f"--NbGrader.config_file={config}"],
                          cwd=plain, env=env, text=True, capture_output=True)
     if gen.returncode:
@@ -73,21 +73,21 @@ def workbook_course(tmp: Path, students: int) -> tuple[Path, list[str]]:
     for sid in ids:
         folder = plain / "submitted" / sid / "workbook"
         if sid.startswith("solution"):
-            shutil.copytree(gc.WORKBOOK_SOURCE, folder)
+            shutil.copytree(support.WORKBOOK_SOURCE, folder)
         elif sid.startswith("blank"):
             shutil.copytree(release / "workbook", folder)
         else:
-            gc.submit_workbook_with_mistakes(folder)
+            support.submit_workbook_with_mistakes(folder)
     return plain, ids
 
 
 def bench_workbook(students: int, jobs: int) -> int:
     """The real workbook, graded both ways from one generated course."""
-    config = str(gc.ROOT / "grading_config.py")
+    config = str(support.ROOT / "grading_config.py")
     with tempfile.TemporaryDirectory(prefix="bench-workbook-") as tmp:
 
         def run(cmd: list[str], course: Path) -> tuple[float, subprocess.CompletedProcess[str]]:
-            env = gc.env() | {"AUTOGRADER_COURSE_DIR": str(course)}
+            env = support.env() | {"AUTOGRADER_COURSE_DIR": str(course)}
             t0 = time.perf_counter()
             done = subprocess.run(cmd, cwd=course, env=env, text=True, capture_output=True)
             return time.perf_counter() - t0, done
@@ -101,7 +101,7 @@ def bench_workbook(students: int, jobs: int) -> int:
         shutil.copytree(plain, ours)
         shutil.copytree(plain, unsafe)
         load_before = os.getloadavg()
-        t_plain, a = run([os.path.join(gc.BIN, "nbgrader"), "autograde", "workbook", f"--NbGrader.config_file={config}"],
+        t_plain, a = run([os.path.join(support.BIN, "nbgrader"), "autograde", "workbook", f"--NbGrader.config_file={config}"],
                          plain)
         t_ours, b = run([sys.executable, "-m", "autograder", "grade", "workbook", "--course", str(ours), "--config", config,
                          "--no-progress", *(["--jobs", str(jobs)] if jobs else [])], ours)

@@ -11,8 +11,8 @@ ENGINES = Path(__file__).resolve().parent / "engines"
 
 @pytest.fixture(scope="session")
 def graded(tmp_path_factory: pytest.TempPathFactory):
-    """The workbook course graded by plain nbgrader and by this grader, once per session (tests/workbook_course.py)."""
-    from workbook_course import grade_workbook_course
+    """The workbook course graded by plain nbgrader and by this grader, once per session (tests/support.py)."""
+    from support import grade_workbook_course
 
     return grade_workbook_course(tmp_path_factory.mktemp("workbook-course"))
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-import course_flow as cf
 import pytest
+import support
 from browser_support import MATHJAX_CDN, Console, artifacts, browser, jupyter_lab, require_chromium, shot
 
 from autograder.checks.messages import hint
@@ -28,19 +28,19 @@ def course(tmp_path_factory: pytest.TempPathFactory):
     """Notebook 02 released, ada's solved and bob's mistaken submission graded, feedback generated."""
     from nbgrader.api import Gradebook
 
-    c = cf.make_checkout(tmp_path_factory.mktemp("pages"), [f"{NOTEBOOK}.ipynb"])
-    c.nbgrader("generate_assignment", cf.ASSIGNMENT, "--force")
+    c = support.make_checkout(tmp_path_factory.mktemp("pages"), [f"{NOTEBOOK}.ipynb"])
+    c.nbgrader("generate_assignment", support.WORKBOOK, "--force")
     with Gradebook(f"sqlite:///{c.root}/gradebook.db") as gb:
         for sid, (last, first) in STUDENTS.items():
             gb.update_or_create_student(sid, last_name=last, first_name=first)
     for student in STUDENTS:
-        folder = c.root / "submitted" / student / cf.ASSIGNMENT
+        folder = c.root / "submitted" / student / support.WORKBOOK
         folder.mkdir(parents=True)
-        shutil.copy(c.repo / "notebooks" / cf.ASSIGNMENT / f"{NOTEBOOK}.ipynb", folder)
-        cf.solve(folder, MISTAKE if student == "bob" else None)
+        shutil.copy(c.repo / "notebooks" / support.WORKBOOK / f"{NOTEBOOK}.ipynb", folder)
+        support.solve(folder, MISTAKE if student == "bob" else None)
         (folder / "timestamp.txt").write_text("2025-01-15 10:00:00.000000 UTC")
     c.grade()
-    feedback = c.nbgrader("generate_feedback", cf.ASSIGNMENT, "--force")
+    feedback = c.nbgrader("generate_feedback", support.WORKBOOK, "--force")
     c.feedback_log = feedback.stdout + feedback.stderr  # type: ignore[attr-defined]
     return c
 
@@ -71,7 +71,7 @@ def test_feedback_shows_the_mistake_as_text_with_alternative_text_on_every_image
     pg, console = page
     assert "Alternative text is missing" not in course.feedback_log
     for student, marks in (("ada", ("✓",)), ("bob", ("✓", "✗", SENTENCE))):
-        html = course.root / "feedback" / student / cf.ASSIGNMENT / f"{NOTEBOOK}.html"
+        html = course.root / "feedback" / student / support.WORKBOOK / f"{NOTEBOOK}.html"
         pg.goto(html.as_uri())
         pg.wait_for_load_state("load")
         first = pg.get_by_text(marks[-1]).first  # the screenshot shows the mistake's diagnosis, or a ✓
@@ -86,7 +86,7 @@ def test_feedback_shows_the_mistake_as_text_with_alternative_text_on_every_image
 
 def test_class_report_names_the_mistake_and_labels_its_histograms(course, page, shots: Path):
     pg, console = page
-    report = course.root / "reports" / f"{cf.ASSIGNMENT}.html"
+    report = course.root / "reports" / f"{support.WORKBOOK}.html"
     assert report.is_file(), f"{report} is missing"
     pg.goto(report.as_uri())
     pg.wait_for_load_state("load")
@@ -102,7 +102,7 @@ def test_formgrader_shows_a_submission_with_its_check_marks_as_text(course, page
 
     pg, console = page
     with Gradebook(f"sqlite:///{course.root}/gradebook.db") as gb:
-        submission = gb.find_submission_notebook(NOTEBOOK, cf.ASSIGNMENT, "bob").id
+        submission = gb.find_submission_notebook(NOTEBOOK, support.WORKBOOK, "bob").id
     env = {**course.env(), "JUPYTER_CONFIG_DIR": str(tmp_path / "config"), "JUPYTER_DATA_DIR": str(tmp_path / "data"),
            "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"), "JUPYTERLAB_SETTINGS_DIR": str(tmp_path / "lab-settings"),
            "JUPYTERLAB_WORKSPACES_DIR": str(tmp_path / "workspaces"), "IPYTHONDIR": str(tmp_path / "ipython")}

@@ -9,8 +9,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import grading_corpus as gc
 import pytest
+import support
 
 from autograder.checks.messages import MISCONCEPTIONS
 from autograder.grading import class_report
@@ -138,18 +138,18 @@ def test_report_opens_in_chromium_with_its_histograms_and_table(tmp_path):
 
 @pytest.mark.slow
 def test_grade_writes_the_report_with_the_misconceptions_the_checks_named(tmp_path):
-    root = gc.make_course(tmp_path / "course")
-    students = {"correct_a": [], "mul_no_swap": gc.EDITS["mul_no_swap"], "relerr_min": gc.EDITS["relerr_min"]}
+    root = support.make_course(tmp_path / "course")
+    students = {"correct_a": [], "mul_no_swap": support.EDITS["mul_no_swap"], "relerr_min": support.EDITS["relerr_min"]}
     for s, edits in students.items():
-        gc.submit(root, s, gc.submission(root, ["derivatives", "engine"], edits))
-    done = gc.grade_ours(root)
+        support.submit(root, s, support.submission(root, ["derivatives", "engine"], edits))
+    done = support.grade_ours(root)
     assert done.returncode == 0, done.stderr
-    page = (root / "reports" / f"{gc.ASSIGNMENT}.html").read_text()
+    page = (root / "reports" / f"{support.ASSIGNMENT}.html").read_text()
     rows = {r["misconception"]: r for r in csv.DictReader(
-        (root / "reports" / f"{gc.ASSIGNMENT}-misconceptions.csv").open())}
+        (root / "reports" / f"{support.ASSIGNMENT}-misconceptions.csv").open())}
     assert rows["mul.unswapped"]["student_ids"] == "mul_no_swap"
     assert rows["relerr.min"]["student_ids"] == "relerr_min"
     assert page.count("<svg class='histogram'") == 1 and "mul.unswapped" in page
-    again = gc.grade_ours(root)  # unchanged submissions are skipped, and their misconceptions kept
+    again = support.grade_ours(root)  # unchanged submissions are skipped, and their misconceptions kept
     assert again.returncode == 0
-    assert "mul.unswapped" in (root / "reports" / f"{gc.ASSIGNMENT}.html").read_text()
+    assert "mul.unswapped" in (root / "reports" / f"{support.ASSIGNMENT}.html").read_text()

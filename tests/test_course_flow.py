@@ -11,9 +11,9 @@ import csv
 import datetime
 import shutil
 
-import course_flow as cf
 import pytest
-from grading_corpus import WORKBOOK_MISTAKES
+import support
+from support import WORKBOOK_MISTAKES
 
 from autograder.lms import CANVAS_IDENTITY, POINTS_POSSIBLE
 
@@ -31,42 +31,42 @@ HIDDEN = ("BEGIN HIDDEN TESTS", "hidden=True", "END HIDDEN TESTS")
 @pytest.fixture(scope="module")
 def course(tmp_path_factory):
     base = tmp_path_factory.mktemp("course")
-    c = cf.make_checkout(base, NOTEBOOKS, 'c.LateSubmissionPlugin.penalty_method = "zero"\n')
+    c = support.make_checkout(base, NOTEBOOKS, 'c.LateSubmissionPlugin.penalty_method = "zero"\n')
     far = (datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(days=7)).strftime("%Y-%m-%d %H:%M:%S UTC")
     # 1. the assignment, the roster, the due date
-    c.nbgrader("generate_assignment", cf.ASSIGNMENT, "--force")
-    assert sorted(p.name for p in (c.repo / "notebooks" / cf.ASSIGNMENT).glob("*.ipynb")) == NOTEBOOKS
+    c.nbgrader("generate_assignment", support.WORKBOOK, "--force")
+    assert sorted(p.name for p in (c.repo / "notebooks" / support.WORKBOOK).glob("*.ipynb")) == NOTEBOOKS
     (base / "roster.csv").write_text(ROSTER)
     c.nbgrader("db", "student", "import", str(base / "roster.csv"))
-    c.nbgrader("db", "assignment", "add", cf.ASSIGNMENT, f"--duedate={far}")
+    c.nbgrader("db", "assignment", "add", support.WORKBOOK, f"--duedate={far}")
     # 2. hand out; learners fetch, work and submit
-    c.nbgrader("release_assignment", cf.ASSIGNMENT)
+    c.nbgrader("release_assignment", support.WORKBOOK)
     for student in ["alice", "bob", "carol"]:
-        c.learner(student, "fetch_assignment", cf.ASSIGNMENT)
-        cf.solve(c.learners / student / cf.ASSIGNMENT, {"03_backward.ipynb": WORKBOOK_MISTAKES["03_backward.ipynb"]}
+        c.learner(student, "fetch_assignment", support.WORKBOOK)
+        support.solve(c.learners / student / support.WORKBOOK, {"03_backward.ipynb": WORKBOOK_MISTAKES["03_backward.ipynb"]}
                  if student == "carol" else None)
-    c.learner("alice", "submit", cf.ASSIGNMENT)
+    c.learner("alice", "submit", support.WORKBOOK)
     between = datetime.datetime.now(datetime.timezone.utc)
-    c.learner("bob", "submit", cf.ASSIGNMENT)
-    c.learner("carol", "submit", cf.ASSIGNMENT)
+    c.learner("bob", "submit", support.WORKBOOK)
+    c.learner("carol", "submit", support.WORKBOOK)
     # Submission times are the real clock's, so the deadline is brought forward to fall between alice's and bob's.
-    c.nbgrader("db", "assignment", "add", cf.ASSIGNMENT, f"--duedate={between.strftime('%Y-%m-%d %H:%M:%S.%f UTC')}")
-    c.autograder("extension", cf.ASSIGNMENT, "carol", "--days", "1")
+    c.nbgrader("db", "assignment", "add", support.WORKBOOK, f"--duedate={between.strftime('%Y-%m-%d %H:%M:%S.%f UTC')}")
+    c.autograder("extension", support.WORKBOOK, "carol", "--days", "1")
     # 3. collect; a copy of the course is graded by plain nbgrader
-    c.nbgrader("collect", cf.ASSIGNMENT)
+    c.nbgrader("collect", support.WORKBOOK)
     plain = base / "plain"
     shutil.copytree(c.root, plain)
-    c.nbgrader("autograde", cf.ASSIGNMENT, course=plain)
+    c.nbgrader("autograde", support.WORKBOOK, course=plain)
     # 4. grade, 5. feedback, learners fetch it, 6. export
     graded = c.grade("--csv")
     # the formgrader's ⚡ Autograde button pressed for alice (NbGraderAPI.autograde runs just this), feedback made
     # right after: plain nbgrader wrote the hidden tests into her autograded notebooks, and feedback must not show them
-    c.nbgrader("autograde", cf.ASSIGNMENT, "--force", "--student=alice")
+    c.nbgrader("autograde", support.WORKBOOK, "--force", "--student=alice")
     assert any(h in p.read_text() for p in (c.root / "autograded" / "alice").rglob("*.ipynb") for h in HIDDEN)
-    c.nbgrader("generate_feedback", cf.ASSIGNMENT)
-    c.nbgrader("release_feedback", cf.ASSIGNMENT)
+    c.nbgrader("generate_feedback", support.WORKBOOK)
+    c.nbgrader("release_feedback", support.WORKBOOK)
     for student in ["alice", "bob", "carol"]:
-        c.learner(student, "fetch_feedback", cf.ASSIGNMENT)
+        c.learner(student, "fetch_feedback", support.WORKBOOK)
     c.nbgrader("export", "--to", str(c.root / "grades.csv"))
     c.nbgrader("export", "--to", str(plain / "grades.csv"), course=plain)
     c.nbgrader("export", "--exporter=autograder.lms.CanvasExportPlugin", "--to", str(c.root / "canvas.csv"))
@@ -76,7 +76,7 @@ def course(tmp_path_factory):
 @pytest.mark.slow
 def test_every_gradebook_row_is_plain_nbgrader_s_late_penalties_included(course):
     c = course["c"]
-    ours, plain = cf.gradebook_rows(c.root, STUDENTS), cf.gradebook_rows(course["plain"], STUDENTS)
+    ours, plain = support.gradebook_rows(c.root, STUDENTS), support.gradebook_rows(course["plain"], STUDENTS)
     assert ours == plain
     assert {s for s, _ in ours} == {"alice", "bob", "carol"}  # dave: no submission, no row, as in nbgrader
     full = {nb: ours[("alice", nb)]["score"] for _, nb in ours}
@@ -102,7 +102,7 @@ def test_exports_match_plain_nbgrader_and_carry_the_roster(course):
 def test_canvas_export_has_canvas_s_columns_and_scores_after_penalties(course):
     c = course["c"]
     lines = list(csv.reader((c.root / "canvas.csv").read_text().splitlines()))
-    assert lines[0] == [*CANVAS_IDENTITY, cf.ASSIGNMENT]
+    assert lines[0] == [*CANVAS_IDENTITY, support.WORKBOOK]
     assert lines[1][0] == POINTS_POSSIBLE
     nbgrader_rows = {r["student_id"]: r for r in csv.DictReader((c.root / "grades.csv").read_text().splitlines())}
     by_id = {ln[2]: ln for ln in lines[2:]}  # SIS User ID: the nbgrader student id
@@ -117,7 +117,7 @@ def test_canvas_export_has_canvas_s_columns_and_scores_after_penalties(course):
 def test_learners_fetch_feedback_without_hidden_tests(course):
     c = course["c"]
     for student in ["alice", "bob", "carol"]:
-        pages = list((c.learners / student / cf.ASSIGNMENT / "feedback").glob("*/*.html"))
+        pages = list((c.learners / student / support.WORKBOOK / "feedback").glob("*/*.html"))
         assert sorted(p.stem for p in pages) == [n.removesuffix(".ipynb") for n in NOTEBOOKS]
         for page in pages:
             html = page.read_text()
@@ -128,7 +128,7 @@ def test_learners_fetch_feedback_without_hidden_tests(course):
 @pytest.mark.slow
 def test_summary_csv_lands_in_the_course_folder_with_the_late_note(course):
     c = course["c"]
-    rows = list(csv.DictReader((c.root / f"{cf.ASSIGNMENT}-summary.csv").read_text().splitlines()))
+    rows = list(csv.DictReader((c.root / f"{support.WORKBOOK}-summary.csv").read_text().splitlines()))
     assert {r["student_id"] for r in rows} == {"alice", "bob", "carol"}
     assert all("late by" in r["reason"] and "penalty" in r["reason"] for r in rows if r["student_id"] == "bob")
     assert not any("late" in r["reason"] for r in rows if r["student_id"] != "bob")

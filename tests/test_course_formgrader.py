@@ -14,9 +14,9 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import course_flow as cf
 import nbformat
 import pytest
+import support
 from lab_server import free_port, stop, wait_until_served
 from nbgrader.api import Gradebook
 from test_browser_lab import CHROMIUM_FLAGS, chromium  # noqa: F401  (the fixture: Chromium and Playwright, or skip)
@@ -26,11 +26,11 @@ STUDENTS = {"ada": ("Lovelace", "Ada"), "eve": ("Mallory", "Eve")}  # eve edits 
 HIDDEN = ("BEGIN HIDDEN TESTS", "hidden=True")
 
 
-def _submit(c: cf.Course, student: str) -> None:
-    folder = c.root / "submitted" / student / cf.ASSIGNMENT
+def _submit(c: support.Course, student: str) -> None:
+    folder = c.root / "submitted" / student / support.WORKBOOK
     folder.mkdir(parents=True)
-    shutil.copy(c.repo / "notebooks" / cf.ASSIGNMENT / f"{NOTEBOOK}.ipynb", folder)
-    cf.solve(folder)
+    shutil.copy(c.repo / "notebooks" / support.WORKBOOK / f"{NOTEBOOK}.ipynb", folder)
+    support.solve(folder)
     if student == "eve":
         nb = nbformat.read(folder / f"{NOTEBOOK}.ipynb", as_version=4)
         cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade") and c.metadata["nbgrader"].get("locked"))
@@ -42,8 +42,8 @@ def _submit(c: cf.Course, student: str) -> None:
 @pytest.fixture(scope="module")
 def course(tmp_path_factory):
     """One workbook notebook, two students with names, graded by this grader."""
-    c = cf.make_checkout(tmp_path_factory.mktemp("formgrader"), [f"{NOTEBOOK}.ipynb"])
-    c.nbgrader("generate_assignment", cf.ASSIGNMENT, "--force")
+    c = support.make_checkout(tmp_path_factory.mktemp("formgrader"), [f"{NOTEBOOK}.ipynb"])
+    c.nbgrader("generate_assignment", support.WORKBOOK, "--force")
     with Gradebook(f"sqlite:///{c.root}/gradebook.db") as gb:
         for sid, (last, first) in STUDENTS.items():
             gb.update_or_create_student(sid, last_name=last, first_name=first)
@@ -53,22 +53,22 @@ def course(tmp_path_factory):
     return c
 
 
-def _autograded(c: cf.Course, student: str) -> str:
-    return (c.root / "autograded" / student / cf.ASSIGNMENT / f"{NOTEBOOK}.ipynb").read_text()
+def _autograded(c: support.Course, student: str) -> str:
+    return (c.root / "autograded" / student / support.WORKBOOK / f"{NOTEBOOK}.ipynb").read_text()
 
 
-def _flagged(c: cf.Course) -> dict[str, bool]:
+def _flagged(c: support.Course) -> dict[str, bool]:
     with Gradebook(f"sqlite:///{c.root}/gradebook.db") as gb:
-        return {s: gb.find_submission_notebook(NOTEBOOK, cf.ASSIGNMENT, s).flagged for s in STUDENTS}
+        return {s: gb.find_submission_notebook(NOTEBOOK, support.WORKBOOK, s).flagged for s in STUDENTS}
 
 
-def _feedback_after_regrading(c: cf.Course, student: str) -> str:
+def _feedback_after_regrading(c: support.Course, student: str) -> str:
     second = c.grade()
     line = next(ln for ln in second.stdout.splitlines() if ln.startswith(student))
     assert "skipped" not in line, second.stdout  # the rewritten notebook was noticed
     assert not [h for h in HIDDEN if h in _autograded(c, student)]
-    c.nbgrader("generate_feedback", cf.ASSIGNMENT, "--force")
-    return (c.root / "feedback" / student / cf.ASSIGNMENT / f"{NOTEBOOK}.html").read_text()
+    c.nbgrader("generate_feedback", support.WORKBOOK, "--force")
+    return (c.root / "feedback" / student / support.WORKBOOK / f"{NOTEBOOK}.html").read_text()
 
 
 @pytest.mark.slow
@@ -78,17 +78,17 @@ def test_flagged_notebook_ticks_the_gradebook_field_the_formgrader_shows(course)
 
 @pytest.mark.slow
 def test_feedback_made_right_after_plain_autograde_shows_no_hidden_tests(course):
-    course.nbgrader("autograde", cf.ASSIGNMENT, "--force", "--student=ada")
+    course.nbgrader("autograde", support.WORKBOOK, "--force", "--student=ada")
     assert any(h in _autograded(course, "ada") for h in HIDDEN)  # plain nbgrader wrote them, and no regrade yet
-    course.nbgrader("generate_feedback", cf.ASSIGNMENT, "--force", "--student=ada")
-    html = (course.root / "feedback" / "ada" / cf.ASSIGNMENT / f"{NOTEBOOK}.html").read_text()
+    course.nbgrader("generate_feedback", support.WORKBOOK, "--force", "--student=ada")
+    html = (course.root / "feedback" / "ada" / support.WORKBOOK / f"{NOTEBOOK}.html").read_text()
     assert "hidden tests: run by the grader, source not shown" in html and not [h for h in HIDDEN if h in html]
 
 
 @pytest.mark.slow
 def test_plain_autograde_over_our_grades_is_noticed_and_regraded_so_feedback_has_no_hidden_tests(course):
     # What the ⚡ button runs: NbGraderAPI.autograde(assignment, student, force=True)
-    course.nbgrader("autograde", cf.ASSIGNMENT, "--force", "--student=ada")
+    course.nbgrader("autograde", support.WORKBOOK, "--force", "--student=ada")
     assert any(h in _autograded(course, "ada") for h in HIDDEN)  # plain nbgrader wrote them
     html = _feedback_after_regrading(course, "ada")
     assert "✓" in html and not [h for h in HIDDEN if h in html]
@@ -101,13 +101,13 @@ def test_plain_autograde_over_our_grades_is_noticed_and_regraded_so_feedback_has
 def instructor_lab(chromium, course, tmp_path_factory):  # noqa: F811
     """The repository's `./workbook instructor` (its nbgrader_config.py, this venv) on the test's course directory."""
     home = tmp_path_factory.mktemp("jupyter-home")
-    env = {**course.env(), "WORKBOOK_VENV": str(Path(cf.BIN).parent), "JUPYTER_CONFIG_DIR": str(home / "config"),
+    env = {**course.env(), "WORKBOOK_VENV": str(Path(support.BIN).parent), "JUPYTER_CONFIG_DIR": str(home / "config"),
            "JUPYTER_DATA_DIR": str(home / "data"), "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
            "JUPYTERLAB_SETTINGS_DIR": str(home / "lab-settings"), "JUPYTERLAB_WORKSPACES_DIR": str(home / "workspaces"),
            "IPYTHONDIR": str(home / "ipython")}
     env.pop("NBGRADER_EXECUTION", None)
     port, token = free_port(), secrets.token_hex(16)
-    cmd = ["bash", str(cf.ROOT / "workbook"), "instructor", "--no-browser", "--ServerApp.ip=127.0.0.1",
+    cmd = ["bash", str(support.ROOT / "workbook"), "instructor", "--no-browser", "--ServerApp.ip=127.0.0.1",
            f"--ServerApp.port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}"]
     log = home / "lab.log"
     with log.open("w") as out:
@@ -144,7 +144,7 @@ def page(chromium, instructor_lab, tmp_path_factory):  # noqa: F811
 @pytest.mark.browser
 def test_formgrader_lists_the_course_and_shows_the_flag(course, instructor_lab, page):
     url, _, log = instructor_lab
-    page.goto(f"{url}/formgrader/gradebook/{cf.ASSIGNMENT}/{NOTEBOOK}")
+    page.goto(f"{url}/formgrader/gradebook/{support.WORKBOOK}/{NOTEBOOK}")
     rows = page.locator("#main-table tr", has=page.locator("td.flagged"))  # one per submission, from its API
     rows.first.wait_for(state="attached", timeout=120_000)
     page.get_by_text("Show All Names").click()  # the table shows "Submission #n" until asked
@@ -159,7 +159,7 @@ def test_formgrader_lists_the_course_and_shows_the_flag(course, instructor_lab, 
 @pytest.mark.browser
 def test_formgrader_autograde_button_cannot_publish_hidden_tests(course, instructor_lab, page):
     url, _, _ = instructor_lab
-    page.goto(f"{url}/formgrader/manage_submissions/{cf.ASSIGNMENT}")
+    page.goto(f"{url}/formgrader/manage_submissions/{support.WORKBOOK}")
     row = page.locator("#main-table tr", has_text=re.compile(r"Mallory|\beve\b"))
     row.wait_for(timeout=120_000)
     row.locator("td.autograde a").click()
@@ -171,6 +171,6 @@ def test_formgrader_autograde_button_cannot_publish_hidden_tests(course, instruc
 
 
 def test_instructor_command_is_in_the_usage_line():
-    r = subprocess.run(["bash", str(cf.ROOT / "workbook"), "nonsense"], capture_output=True, text=True,
+    r = subprocess.run(["bash", str(support.ROOT / "workbook"), "nonsense"], capture_output=True, text=True,
                        env={**os.environ, "WORKBOOK_VENV": "/nonexistent"})
     assert r.returncode == 2 and "./workbook instructor" in r.stderr

@@ -6,8 +6,8 @@ import shutil
 import subprocess
 import sys
 
-import grading_corpus as gc
 import pytest
+import support
 from nbgrader.api import Gradebook
 
 DUE = "2025-01-15 12:00:00 UTC"
@@ -35,8 +35,8 @@ LATE_CONFIG = 'c.AssignLatePenalties.plugin_class = "latepolicy.PointPerStartedD
 
 
 def _submit(root, student: str, when: str, solved: list[str]) -> None:
-    gc.submit(root, student, gc.submission(root, solved, []))
-    (root / "submitted" / student / gc.ASSIGNMENT / "timestamp.txt").write_text(when)
+    support.submit(root, student, support.submission(root, solved, []))
+    (root / "submitted" / student / support.ASSIGNMENT / "timestamp.txt").write_text(when)
 
 
 def _rows(root) -> dict[str, dict]:
@@ -44,8 +44,8 @@ def _rows(root) -> dict[str, dict]:
     out = {}
     with Gradebook(f"sqlite:///{root}/gradebook.db") as gb:
         for s in STUDENTS:
-            sub = gb.find_submission(gc.ASSIGNMENT, s)
-            nb = gb.find_submission_notebook(gc.NOTEBOOK, gc.ASSIGNMENT, s)
+            sub = gb.find_submission(support.ASSIGNMENT, s)
+            nb = gb.find_submission_notebook(support.NOTEBOOK, support.ASSIGNMENT, s)
             out[s] = {"timestamp": sub.timestamp, "extension": sub.extension, "seconds_late": sub.total_seconds_late,
                       "penalty": nb.late_submission_penalty, "score": nb.score,
                       "grades": {g.name: g.auto_score for g in nb.grades}}
@@ -56,23 +56,23 @@ def _rows(root) -> dict[str, dict]:
 def courses(tmp_path_factory):
     """One course graded by plain `nbgrader autograde` and a copy graded by ours, due date and extension set first."""
     base = tmp_path_factory.mktemp("late")
-    plain = gc.make_course(base / "plain")
+    plain = support.make_course(base / "plain")
     (plain / "latepolicy.py").write_text(POLICY)
     with open(plain / "nbgrader_config.py", "a") as f:
         f.write(LATE_CONFIG)
     for student, (when, solved) in STUDENTS.items():
         _submit(plain, student, when, solved)
-    result = gc.nbgrader(plain, "db", "assignment", "add", gc.ASSIGNMENT, f"--duedate={DUE}")
+    result = support.nbgrader(plain, "db", "assignment", "add", support.ASSIGNMENT, f"--duedate={DUE}")
     assert "not recognized" not in result.stderr
-    ext = subprocess.run([sys.executable, "-m", "autograder", "extension", gc.ASSIGNMENT, "extended", "--days", "3",
-                          "--config", str(plain / "nbgrader_config.py")], cwd=plain, env=gc.env(), text=True, capture_output=True)
+    ext = subprocess.run([sys.executable, "-m", "autograder", "extension", support.ASSIGNMENT, "extended", "--days", "3",
+                          "--config", str(plain / "nbgrader_config.py")], cwd=plain, env=support.env(), text=True, capture_output=True)
     assert ext.returncode == 0, ext.stderr
     ours = base / "ours"
     shutil.copytree(plain, ours)
-    (ours / "nbgrader_config.py").write_text(gc.CONFIG.format(root=str(ours), assignment=gc.ASSIGNMENT) + LATE_CONFIG)
-    graded = gc.grade_ours(ours)
+    (ours / "nbgrader_config.py").write_text(support.CONFIG.format(root=str(ours), assignment=support.ASSIGNMENT) + LATE_CONFIG)
+    graded = support.grade_ours(ours)
     assert graded.returncode == 0, graded.stderr
-    gc.nbgrader(plain, "autograde", gc.ASSIGNMENT)
+    support.nbgrader(plain, "autograde", support.ASSIGNMENT)
     return {"plain": plain, "ours": ours, "stdout": graded.stdout}
 
 
@@ -93,7 +93,7 @@ def test_nbgrader_export_is_the_same_for_both_graders(courses):
     exports = {}
     for name in ("plain", "ours"):
         root = courses[name]
-        gc.nbgrader(root, "export", "--to", str(root / "grades.csv"))
+        support.nbgrader(root, "export", "--to", str(root / "grades.csv"))
         exports[name] = (root / "grades.csv").read_text()
     assert exports["ours"] == exports["plain"]
     assert ",late,,,,7.0,3.0,4.0,7.0" in exports["ours"]  # raw score, penalty, score, max
@@ -110,11 +110,11 @@ def test_an_extension_granted_after_grading_lifts_the_penalty_without_regrading(
     ours = tmp_path / "ours"
     shutil.copytree(courses["ours"], ours)
     config = ours / "nbgrader_config.py"
-    config.write_text(gc.CONFIG.format(root=str(ours), assignment=gc.ASSIGNMENT) + LATE_CONFIG)
-    ext = subprocess.run([sys.executable, "-m", "autograder", "extension", gc.ASSIGNMENT, "late", "--days", "2", "--hours", "1",
-                          "--config", str(config)], cwd=ours, env=gc.env(), text=True, capture_output=True)
+    config.write_text(support.CONFIG.format(root=str(ours), assignment=support.ASSIGNMENT) + LATE_CONFIG)
+    ext = subprocess.run([sys.executable, "-m", "autograder", "extension", support.ASSIGNMENT, "late", "--days", "2", "--hours", "1",
+                          "--config", str(config)], cwd=ours, env=support.env(), text=True, capture_output=True)
     assert ext.returncode == 0, ext.stderr
-    again = gc.grade_ours(ours)
+    again = support.grade_ours(ours)
     assert again.returncode == 0, again.stderr
     assert again.stdout.count("skipped (unchanged)") == len(STUDENTS)
     rows = _rows(ours)
@@ -125,7 +125,7 @@ def test_an_extension_granted_after_grading_lifts_the_penalty_without_regrading(
 def test_extension_for_an_assignment_not_in_the_gradebook_is_one_line_and_exit_2(tmp_path):
     (tmp_path / "nbgrader_config.py").write_text(f"c = get_config()\nc.CourseDirectory.root = {str(tmp_path)!r}\n")
     r = subprocess.run([sys.executable, "-m", "autograder", "extension", "nope", "alice", "--days", "1"], cwd=tmp_path,
-                       env=gc.env(), text=True, capture_output=True)
+                       env=support.env(), text=True, capture_output=True)
     assert r.returncode == 2
     assert r.stderr.strip().splitlines() == ["autograder: error: assignment 'nope' is not in the gradebook: "
                                              "run `nbgrader generate_assignment nope` first"]
@@ -138,11 +138,11 @@ def test_extension_for_a_student_neither_on_the_roster_nor_submitted_is_one_line
         gb.update_or_create_student("alice")
     (tmp_path / "submitted" / "bob" / "workbook").mkdir(parents=True)  # collected, not on the roster: fine
     run = [sys.executable, "-m", "autograder", "extension", "workbook"]
-    mistyped = subprocess.run([*run, "alcie", "--days", "1"], cwd=tmp_path, env=gc.env(), text=True, capture_output=True)
+    mistyped = subprocess.run([*run, "alcie", "--days", "1"], cwd=tmp_path, env=support.env(), text=True, capture_output=True)
     assert mistyped.returncode == 2 and len(mistyped.stderr.strip().splitlines()) == 1
     assert "student 'alcie' is not in the gradebook and has no submission" in mistyped.stderr
     for student in ("alice", "bob"):
-        ok = subprocess.run([*run, student, "--days", "1"], cwd=tmp_path, env=gc.env(), text=True, capture_output=True)
+        ok = subprocess.run([*run, student, "--days", "1"], cwd=tmp_path, env=support.env(), text=True, capture_output=True)
         assert ok.returncode == 0, ok.stderr
     with Gradebook(f"sqlite:///{tmp_path}/gradebook.db") as gb:
         assert sorted(s.id for s in gb.students) == ["alice", "bob"]

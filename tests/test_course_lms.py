@@ -7,11 +7,12 @@ import datetime
 import warnings
 import zipfile
 
-import grading_corpus as gc
 import pytest
+import support
 from nbgrader.api import Gradebook
 
-from autograder.grading.batch import Row, write_csv
+from autograder.grading.batch import write_csv
+from autograder.grading.types import Code, Reason, Row, Status
 from autograder.lms import CANVAS_IDENTITY, POINTS_POSSIBLE, CanvasCollectorPlugin, CanvasExportPlugin
 
 
@@ -73,27 +74,27 @@ def test_canvas_collector_maps_canvas_file_names_to_roster_students(name, expect
 
 def test_summary_csv_of_a_student_run_keeps_the_other_students_lines(tmp_path):
     path = str(tmp_path / "summary.csv")
-    write_csv([Row("a", "nb", 1, 2, "graded"), Row("b", "nb", 2, 2, "graded")], path, "ps1")
-    write_csv([Row("b", "nb", 0, 2, "not graded", reason="broken")], path, "ps1", keep_other_students=True)
+    write_csv([Row("a", "nb", 1, 2, Status.GRADED), Row("b", "nb", 2, 2, Status.GRADED)], path, "ps1")
+    write_csv([Row("b", "nb", 0, 2, Status.NOT_GRADED, reasons=[Reason(Code.UNREADABLE, "broken")])], path, "ps1", keep_other_students=True)
     rows = [(r["student_id"], r["score"], r["status"]) for r in csv.DictReader(open(path))]
     assert rows == [("a", "1", "graded"), ("b", "0", "not graded")]
 
 
 @pytest.mark.slow
 def test_zip_collect_files_a_canvas_download_under_the_roster_s_student_ids(tmp_path):
-    root = gc.make_course(tmp_path / "course")
+    root = support.make_course(tmp_path / "course")
     (tmp_path / "roster.csv").write_text("id,first_name,last_name,email,lms_user_id\n"
                                          "alice,Alice,Martin,alice@example.edu,1001\nbob,Bob,Nguyen,bob@example.edu,1002\n")
-    gc.nbgrader(root, "db", "student", "import", str(tmp_path / "roster.csv"))
-    released = (root / "release" / gc.ASSIGNMENT / f"{gc.NOTEBOOK}.ipynb").read_bytes()
-    archive = root / "downloaded" / gc.ASSIGNMENT / "archive"
+    support.nbgrader(root, "db", "student", "import", str(tmp_path / "roster.csv"))
+    released = (root / "release" / support.ASSIGNMENT / f"{support.NOTEBOOK}.ipynb").read_bytes()
+    archive = root / "downloaded" / support.ASSIGNMENT / "archive"
     archive.mkdir(parents=True)
     with zipfile.ZipFile(archive / "submissions.zip", "w") as z:  # Canvas: Assignment -> Download Submissions
-        z.writestr(f"martinalice_1001_5551_{gc.NOTEBOOK}.ipynb", released)
-        z.writestr(f"nguyenbob_LATE_1002_5552_{gc.NOTEBOOK}-1.ipynb", released)
-        z.writestr(f"strangerx_9999_5554_{gc.NOTEBOOK}.ipynb", released)
-    r = gc.nbgrader(root, "zip_collect", gc.ASSIGNMENT, "--collector=autograder.lms.CanvasCollectorPlugin")
+        z.writestr(f"martinalice_1001_5551_{support.NOTEBOOK}.ipynb", released)
+        z.writestr(f"nguyenbob_LATE_1002_5552_{support.NOTEBOOK}-1.ipynb", released)
+        z.writestr(f"strangerx_9999_5554_{support.NOTEBOOK}.ipynb", released)
+    r = support.nbgrader(root, "zip_collect", support.ASSIGNMENT, "--collector=autograder.lms.CanvasCollectorPlugin")
     assert "not recognized" not in r.stderr
     submitted = sorted(p.relative_to(root / "submitted").as_posix() for p in (root / "submitted").rglob("*.ipynb"))
-    assert submitted == [f"alice/{gc.ASSIGNMENT}/{gc.NOTEBOOK}.ipynb", f"bob/{gc.ASSIGNMENT}/{gc.NOTEBOOK}.ipynb"]
+    assert submitted == [f"alice/{support.ASSIGNMENT}/{support.NOTEBOOK}.ipynb", f"bob/{support.ASSIGNMENT}/{support.NOTEBOOK}.ipynb"]
     assert "9999 is not on the roster" in r.stderr

@@ -21,6 +21,9 @@ import pytest
 from adversarial import corpus
 from nbgrader.api import Gradebook
 
+from autograder.grading.journal import JOURNAL_FILE, Journal
+from autograder.grading.store import SECRET_FILE
+
 pytestmark = pytest.mark.slow  # every test here grades a course built by nbgrader: minutes, not seconds
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -222,13 +225,14 @@ def test_killing_the_adversarial_batch_then_rerunning_records_every_grade_once(b
     course = copy_course(template, tmp_path_factory.mktemp("killed") / "course")
     proc = subprocess.Popen(grade_cmd(course), cwd=course, env=env(course), stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)
-    state = course / ".autograder-state.json"
+    path = course / JOURNAL_FILE
     deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and (not state.exists() or state.read_text().count('"fingerprint"') < 40):
+    while time.monotonic() < deadline and (not path.exists() or path.read_bytes().count(b"\n") < 40):
         time.sleep(0.05)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
-    done = state.read_text().count('"fingerprint"') if state.exists() else 0
+    secret = course / SECRET_FILE
+    done = len(Journal(course, bytes.fromhex(secret.read_text().strip())).records) if secret.exists() else 0
     total = len(batch["rows"])
     assert 0 < done < total, f"killed after {done} of {total} notebooks: nothing was tested"
     rerun = grade(course)

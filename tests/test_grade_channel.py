@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from autograder import checks as catalog
 from autograder.grading import channel
 from autograder.grading.channel import Reader, Violation
-from autograder.grading.store import State, course_secret
+from autograder.grading.store import course_secret
 from autograder.grading.worker import Outputs
 
 CAP = 10_000
@@ -226,17 +226,3 @@ def test_hidden_cases_come_from_the_course_secret_and_visible_ones_from_the_pack
     assert check.make_cases(False, b"a" * 32) == check.make_cases(False)
 
 
-def test_a_state_record_edited_without_the_secret_is_ignored(tmp_path) -> None:
-    state = State(tmp_path, b"s" * 32)
-    state.put("a/alice/nb", {"fingerprint": "f", "score": 1.0, "max_score": 5.0, "flags": [], "reason": ""})
-    state.put("a/bob/nb", {"fingerprint": "g", "score": 2.0, "max_score": 5.0, "flags": [], "reason": ""})
-    data = json.loads((tmp_path / ".autograder-state.json").read_text())
-    data["a/alice/nb"]["score"] = 5.0
-    data["a/bob/nb"]["fingerprint"] = "h"
-    (tmp_path / ".autograder-state.json").write_text(json.dumps(data))
-    reread = State(tmp_path, b"s" * 32)
-    assert reread.get("a/alice/nb") is None and reread.get("a/bob/nb") is None
-    assert State(tmp_path, b"t" * 32).get("a/bob/nb") is None
-    fresh = State(tmp_path, b"s" * 32)
-    fresh.put("a/alice/nb", {"fingerprint": "f", "score": 1.0, "max_score": 5.0, "flags": [], "reason": ""})
-    assert State(tmp_path, b"s" * 32).get("a/alice/nb")["score"] == 1.0

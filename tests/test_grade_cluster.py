@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import csv
 import io
-import json
 import os
 import shutil
 import signal
@@ -31,10 +30,13 @@ from typing import Any
 import nbformat
 import postgres_server
 import pytest
-from workbook_course import NAMES, ROOT, VENV_BIN, Graded
+from support import NAMES, ROOT, VENV_BIN, Graded
 
 from autograder.grading import batch, sandbox
-from autograder.grading.store import STATE_FILE
+from autograder.grading.journal import JOURNAL_FILE, Journal
+from autograder.grading.store import SECRET_FILE
+from autograder.grading.types import Code, Row, Status
+from autograder.grading.writer import Writer
 from autograder.settings import load_config
 
 slow = pytest.mark.slow  # the scenario: a cluster of three worker processes grading the workbook, a minute or more
@@ -68,7 +70,7 @@ class Scenario:
     course: Path
     bad_worker: str  # address of the worker without a sandbox
     first_run_stored: int  # notebooks the killed driver had stored
-    rows: list[batch.Row]  # the second run's summary rows
+    rows: list[Row]  # the second run's summary rows
     stores: dict[str, int]  # notebook label -> times the second run's driver stored it
     killed: list[str]  # labels of the notebooks the killed worker had in hand
     killed_worker: str  # its address
@@ -90,7 +92,7 @@ def _fresh_copy(graded: Graded, dest: Path) -> Path:
 
     shutil.copytree(graded.ours, dest)
     shutil.rmtree(dest / "autograded")
-    (dest / STATE_FILE).unlink()
+    (dest / JOURNAL_FILE).unlink()
     with Gradebook(f"sqlite:///{dest / 'gradebook.db'}") as gb:
         for student in STUDENTS:
             gb.remove_submission(ASSIGNMENT, student)
@@ -110,13 +112,14 @@ def _kill_driver_after_first_store(course: Path, config: Path, address: str) -> 
         cmd = [sys.executable, "-m", "autograder", "grade", ASSIGNMENT, "--course", str(course), "--config",
                str(config), "--no-progress", "--cluster", address, *(f"--student={s}" for s in STUDENTS)]
         proc = subprocess.Popen(cmd, cwd=course, env=env, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
-        state = course / STATE_FILE
+        journal = course / JOURNAL_FILE
         deadline = time.monotonic() + 300
-        while time.monotonic() < deadline and not state.exists() and proc.poll() is None:
+        while time.monotonic() < deadline and not (journal.exists() and journal.stat().st_size) and proc.poll() is None:
             time.sleep(0.05)
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
-    stored = {k.removeprefix(f"{ASSIGNMENT}/") for k in json.loads(state.read_text())} if state.exists() else set()
+    secret = bytes.fromhex((course / SECRET_FILE).read_text().strip())
+    stored = {k.removeprefix(f"{ASSIGNMENT}/") for k in Journal(course, secret).records}
     assert 0 < len(stored) < len(STUDENTS) * len(NAMES), f"the driver was not killed mid-run:\n{log.read_text()[-3000:]}"
     return stored
 
@@ -186,12 +189,14 @@ def _second_run(course: Path, config: Path, address: str, client: Any, get_task_
                 first: set[str]) -> Scenario:
     """The driver again, in a thread of this process; this thread kills a worker that has a notebook in hand."""
     stores: dict[str, int] = {}
-    store = batch._store_group
+    store = Writer.store
 
-    def counting(gb, course_, assignment, group, state):  # type: ignore[no-untyped-def]
-        for item, _, _ in group:
-            stores[item.label] = stores.get(item.label, 0) + 1
-        return store(gb, course_, assignment, group, state)
+    def counting(self, bulk, group):  # type: ignore[no-untyped-def]
+        for result in group:
+            if result.graded is not None or (result.why and result.why.code is not Code.CLUSTER_LOST):
+                label = result.task.item.label
+                stores[label] = stores.get(label, 0) + 1
+        return store(self, bulk, group)
 
     options = batch.Options(ASSIGNMENT, load_config(config), str(course), list(STUDENTS),
                             progress=False, cluster=address)
@@ -205,7 +210,7 @@ def _second_run(course: Path, config: Path, address: str, client: Any, get_task_
         except BaseException as exc:
             out["error"] = exc
 
-    batch._store_group = counting
+    Writer.store = counting  # type: ignore[method-assign]
     killed: list[str] = []
     killed_worker = ""
     try:
@@ -224,7 +229,7 @@ def _second_run(course: Path, config: Path, address: str, client: Any, get_task_
                 time.sleep(0.05)
             driver.join(600)
     finally:
-        batch._store_group = store
+        Writer.store = store  # type: ignore[method-assign]
     assert "error" not in out, out.get("error")
     ran_on: dict[str, set[str]] = {}
     for task in stream.data:
@@ -245,8 +250,8 @@ def test_every_workbook_grade_cell_on_the_cluster_scores_as_local_grading_and_pl
 def test_a_killed_driver_resumes_where_it_stopped_with_no_duplicate_rows(scenario):
     statuses = [r.status for r in scenario.rows]
     assert len(scenario.rows) == len(STUDENTS) * len(NAMES)
-    assert statuses.count(batch.SKIPPED) == scenario.first_run_stored
-    assert statuses.count(batch.GRADED) == len(scenario.rows) - scenario.first_run_stored
+    assert statuses.count(Status.SKIPPED) == scenario.first_run_stored
+    assert statuses.count(Status.GRADED) == len(scenario.rows) - scenario.first_run_stored
     rows, distinct = grade_rows(scenario.db_url)
     assert rows == distinct
 
@@ -254,7 +259,7 @@ def test_a_killed_driver_resumes_where_it_stopped_with_no_duplicate_rows(scenari
 @slow
 def test_a_killed_worker_loses_nothing_and_each_notebook_is_stored_exactly_once(scenario):
     assert scenario.killed, "no worker was killed with a notebook in hand"
-    assert set(scenario.stores) == {f"{r.student}/{r.notebook}" for r in scenario.rows if r.status == batch.GRADED}
+    assert set(scenario.stores) == {f"{r.student}/{r.notebook}" for r in scenario.rows if r.status is Status.GRADED}
     assert set(scenario.stores.values()) == {1}
     assert set(scenario.killed) <= set(scenario.stores)
     # graded again elsewhere (one of them may have finished in the instant before the kill: not a failure)
@@ -376,18 +381,24 @@ def test_a_missing_scheduler_file_is_named_as_such(tmp_path):
         connect(str(tmp_path / "scheduler.json"), 0)
 
 
+def _shared() -> Any:
+    from autograder.grading.pipeline import Shared
+    from autograder.grading.source import NotebookSpec
+    from autograder.settings import Limits, Tolerance
+
+    return Shared({"engine": NotebookSpec("engine")}, Limits(), Tolerance(), b"\0" * 32)
+
+
 def test_a_job_carries_the_notebook_as_bytes_and_unreadable_bytes_come_back_as_the_reason():
     from autograder.grading.cluster import Job, grade_job
-    from autograder.grading.source import NotebookSpec
 
-    job = Job("ada", "engine", b'{"cells": [', {})
-    reason = grade_job(job, NotebookSpec("engine"), {}, {}, {}, b"\0" * 32)
-    assert isinstance(reason, str) and reason.startswith("the notebook is not valid JSON")
+    result = grade_job(Job("ada", "engine", b'{"cells": [', {}), _shared())
+    assert result.graded is None and result.why is not None and result.why.code is Code.UNREADABLE
+    assert result.why.text.startswith("the notebook is not valid JSON")
 
 
 def test_a_worker_whose_sandbox_is_gone_for_good_gives_the_notebook_back_instead_of_grading_it_zero(monkeypatch):
     from autograder.grading import cluster
-    from autograder.grading.source import NotebookSpec
 
     def gone() -> None:
         raise sandbox.Unavailable("bubblewrap is not installed")
@@ -395,4 +406,19 @@ def test_a_worker_whose_sandbox_is_gone_for_good_gives_the_notebook_back_instead
     monkeypatch.setattr(sandbox.MODE.pool, "current", gone)
     with pytest.raises(cluster.SandboxLost, match="cannot start again: bubblewrap is not installed"):
         empty = nbformat.writes(nbformat.v4.new_notebook()).encode()
-        cluster.grade_job(cluster.Job("ada", "engine", empty, {}), NotebookSpec("engine"), {}, {}, {}, b"\0" * 32)
+        cluster.grade_job(cluster.Job("ada", "engine", empty, {}), _shared())
+
+
+def test_what_every_worker_is_sent_once_holds_the_settings_as_values_never_the_course_config() -> None:
+    import pickle
+
+    from traitlets.config import Config
+
+    from autograder.grading.pipeline import Shared
+    from autograder.settings import Limits, Tolerance
+
+    config = Config({"Limits": {"cell_timeout": 7.0}, "CourseDirectory": {"db_url": "postgresql://u:S3cretPW@db/course"}})
+    sent = pickle.dumps(Shared({}, Limits(config=config), Tolerance(config=config), b"k" * 32))
+    assert b"S3cretPW" not in sent and b"CourseDirectory" not in sent
+    got = pickle.loads(sent)
+    assert (got.limits.cell_timeout, got.secret, got.clock) == (7.0, b"k" * 32, None)

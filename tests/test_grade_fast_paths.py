@@ -11,7 +11,6 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder.grading import store
 from autograder.grading.worker import Guard, Outputs, make_shell, plain_python, run_cell
 
 OUTPUTS = Outputs(100_000)
@@ -174,11 +173,3 @@ def test_plots_are_left_out_while_grading_with_a_line_saying_so(monkeypatch: pyt
     assert calls == []  # the boundary's grid is not even computed
     out = capsys.readouterr().out
     assert "plot 'four examples'" in out and "not while grading" in out
-
-
-def test_the_resume_state_is_written_once_per_save(tmp_path: Path) -> None:
-    state = store.State(tmp_path, b"s" * 32)
-    state.put("a/alice/nb", {"fingerprint": "f", "score": 1.0}, save=False)
-    assert not (tmp_path / store.STATE_FILE).exists()
-    state.save()
-    assert store.State(tmp_path, b"s" * 32).get("a/alice/nb")["score"] == 1.0

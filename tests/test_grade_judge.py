@@ -12,11 +12,15 @@ from nbformat import v4
 
 from autograder import checks as catalog
 from autograder import probes
-from autograder.grading import batch, store
+from autograder.grading import store
 from autograder.grading.channel import Violation
+from autograder.grading.journal import Journal
 from autograder.grading.judge import NUDGE, judge_cell
 from autograder.grading.runner import Graded, Stopped
-from autograder.grading.source import CheckCall
+from autograder.grading.source import AssignmentSpec, CheckCall, NotebookSpec, SourceCell
+from autograder.grading.store import BulkGradebook
+from autograder.grading.types import Code, Item, Result, Status, Task
+from autograder.grading.writer import Paths, Writer
 from autograder.loader import load
 from autograder.settings import Limits, Tolerance
 
@@ -131,31 +135,37 @@ def test_an_observation_no_probe_makes_is_a_violation_not_a_failed_check() -> No
 class FailingGradebook:
     """A gradebook whose writes fail (held locked, disk full...)."""
 
-    class db:  # nbgrader's attribute name
-        rolled_back = 0
+    rolled_back = 0
 
-        @classmethod
-        def rollback(cls) -> None:
-            cls.rolled_back += 1
-
-        @classmethod
-        def commit(cls) -> None:
-            raise AssertionError("nothing to commit")
-
-    def find_student(self, student: str) -> None:
+    def write(self, entries: list[Any]) -> None:
         raise sqlalchemy.exc.OperationalError("select", {}, Exception("database is locked"))
+
+    def commit(self) -> None:
+        raise AssertionError("nothing to commit")
+
+    def rollback(self) -> None:
+        self.rolled_back += 1
+
+
+def _writer(tmp_path: Path) -> Writer:
+    spec = AssignmentSpec("a", {"nb": NotebookSpec("nb", {"g1": SourceCell("g1", "code", "", "", True, True, False, 1.0, None)})}, "f")
+    paths = Paths(lambda student: tmp_path / "autograded" / student / "a", tmp_path / "release" / "a")
+    return Writer(f"sqlite:///{tmp_path}/gradebook.db", "course", "a", spec, paths, Journal(tmp_path, SECRET))
+
+
+def _result(tmp_path: Path, student: str, graded: Graded) -> Result:
+    return Result(Task(Item(student, "nb", tmp_path / "submitted" / student / "a" / "nb.ipynb"), f"fp-{student}"), graded)
 
 
 def test_a_notebook_that_cannot_be_stored_gets_a_row_saying_why(tmp_path: Path) -> None:
-    course = batch.Course.open(batch.Config(), str(tmp_path))
-    item = batch.Item("alice", "nb", tmp_path / "submitted" / "alice" / "a" / "nb.ipynb")
     nb = v4.new_notebook(cells=[v4.new_code_cell("x")])
-    graded = Graded({"check": (1.0, 1.0)}, {}, nb)
-    state = store.State(tmp_path, SECRET)
-    [row] = batch._store_group(FailingGradebook(), course, "a", [(item, "fp", graded)], state)  # type: ignore[arg-type]
-    assert (row.status, row.score, row.max_score) == ("not graded", 0.0, 1.0)
+    writer = _writer(tmp_path)
+    failing = FailingGradebook()
+    [row] = writer.store(failing, [_result(tmp_path, "alice", Graded({"g1": (1.0, 1.0)}, {}, nb))])  # type: ignore[arg-type]
+    assert (row.status, row.score, row.max_score) == (Status.NOT_GRADED, 0.0, 1.0) and failing.rolled_back == 2
+    assert row.has(Code.STORE_FAILED) and [r.code for r in row.reasons] == [Code.STORE_FAILED]
     assert "could not store the grade (OperationalError" in row.reason and "database is locked" in row.reason
-    assert state.get(store.State.key("a", "alice", "nb")) is None  # no state: the next run grades it again
+    assert Journal(tmp_path, SECRET).get(Journal.key("a", "alice", "nb")) is None  # no record: graded again next run
 
 
 def test_a_group_stored_in_one_commit_keeps_its_other_notebooks_when_one_cannot_be_stored(tmp_path: Path) -> None:
@@ -166,19 +176,22 @@ def test_a_group_stored_in_one_commit_keeps_its_other_notebooks_when_one_cannot_
         gb.add_assignment("a")
         gb.add_notebook("nb", "a")
         gb.add_grade_cell("g1", "nb", "a", max_score=1, cell_type="code")
-    course = batch.Course.open(batch.Config(), str(tmp_path))
+        for s in ("alice", "bob", "carol"):
+            gb.add_student(s)
     nb = v4.new_notebook(cells=[v4.new_code_cell("x")])
-    group = [(batch.Item(s, "nb", tmp_path / "submitted" / s / "a" / "nb.ipynb"), f"fp-{s}",
-              Graded({"g1" if s != "bob" else "no_such_cell": (1.0, 1.0)}, {}, nb)) for s in ("alice", "bob", "carol")]
-    state = store.State(tmp_path, SECRET)
+    group = [_result(tmp_path, s, Graded({"g1" if s != "bob" else "no_such_cell": (1.0, 1.0)}, {}, nb))
+             for s in ("alice", "bob", "carol")]
+    writer = _writer(tmp_path)
     with Gradebook(url) as gb:
-        rows = batch._store_group(gb, course, "a", group, state)
-    assert [(r.student, r.status) for r in rows] == [("alice", "graded"), ("bob", "not graded"), ("carol", "graded")]
+        rows = writer.store(BulkGradebook(gb, "a"), group)
+    writer.close()
+    assert [(r.student, r.status) for r in rows] == [("alice", Status.GRADED), ("bob", Status.NOT_GRADED),
+                                                     ("carol", Status.GRADED)]
     assert "could not store the grade (MissingEntry" in rows[1].reason
     with Gradebook(url) as gb:  # committed, read back by another connection
         assert {s: gb.find_grade("g1", "nb", "a", s).auto_score for s in ("alice", "carol")} == {"alice": 1.0, "carol": 1.0}
-    saved = store.State(tmp_path, SECRET)  # the state on disk: the stored two, not bob (regraded next run)
-    assert [saved.get(store.State.key("a", s, "nb")) is not None for s in ("alice", "bob", "carol")] == [True, False, True]
+    saved = Journal(tmp_path, SECRET)  # the journal on disk: the stored two, not bob (graded again next run)
+    assert [saved.get(Journal.key("a", s, "nb")) is not None for s in ("alice", "bob", "carol")] == [True, False, True]
     assert (tmp_path / "autograded" / "alice" / "a" / "nb.ipynb").is_file()
 
 
@@ -186,3 +199,47 @@ def test_gradebook_connections_wait_for_a_lock_instead_of_failing(tmp_path: Path
     engine = sqlalchemy.create_engine(f"sqlite:///{tmp_path / 'gradebook.db'}")
     with engine.connect() as conn:
         assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() == store.BUSY_TIMEOUT_MS >= 30_000
+
+
+class _Refusing:
+    """An executor whose submit fails as `error` does."""
+
+    def __init__(self, error: Exception) -> None:
+        self.error, self.stopped = error, False
+
+    def submit(self, task: Task) -> Any:
+        raise self.error
+
+    def window(self) -> int:
+        return 2
+
+    def stop(self) -> None:
+        self.stopped = True
+
+
+def _assignment_gradebook(tmp_path: Path) -> None:
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{tmp_path}/gradebook.db") as gb:
+        gb.add_assignment("a")
+        gb.add_notebook("nb", "a")
+        gb.add_grade_cell("g1", "nb", "a", max_score=1, cell_type="code")
+        gb.add_student("alice")
+
+
+def test_a_grader_bug_starting_a_notebook_grades_it_zero_saying_so_and_the_batch_goes_on(tmp_path: Path) -> None:
+    _assignment_gradebook(tmp_path)
+    writer = _writer(tmp_path)
+    [row] = writer.run([_result(tmp_path, "alice", None).task], _Refusing(RuntimeError("boom")), progress=False)  # type: ignore[arg-type]
+    writer.close()
+    assert (row.status, row.score) == (Status.NOT_GRADED, 0.0) and row.has(Code.GRADER_ERROR) and "boom" in row.reason
+
+
+def test_an_executor_that_is_gone_stops_the_run_and_stores_no_zero(tmp_path: Path) -> None:
+    _assignment_gradebook(tmp_path)
+    writer = _writer(tmp_path)
+    executor = _Refusing(ConnectionResetError("the scheduler closed the connection"))
+    with pytest.raises(OSError):
+        writer.run([_result(tmp_path, "alice", None).task], executor, progress=False)  # type: ignore[arg-type]
+    writer.close()
+    assert executor.stopped and Journal(tmp_path, SECRET).get(Journal.key("a", "alice", "nb")) is None

@@ -13,81 +13,106 @@ import tempfile
 import time
 from pathlib import Path
 
-import grading_corpus as gc
+import postgres_server
 import pytest
+import support
 
+from autograder.grading.journal import JOURNAL_FILE, Journal
 from autograder.grading.sandbox import STAGING_PREFIX
-from autograder.grading.store import LOCK_FILE, course_lock
+from autograder.grading.store import LOCK_FILE, SECRET_FILE, course_lock
 
 pytestmark = pytest.mark.slow  # every test here grades a course built by nbgrader: minutes, not seconds
 
 STUDENTS = {"correct_a": 7, "mul_no_swap": 4, "relerr_min": 5, "no_seed": 4, "correct_iterative": 7, "forward_difference": 6}
 
 
-@pytest.fixture
-def course(tmp_path):
-    root = gc.make_course(tmp_path / "course")
+def _course(root, db_url=None):
+    root = support.make_course(root, db_url)
     for s in STUDENTS:
-        gc.submit(root, s, gc.submission(root, ["derivatives", "engine"], gc.EDITS[s]))
+        support.submit(root, s, support.submission(root, ["derivatives", "engine"], support.EDITS[s]))
     return root
 
 
-def totals(root):
-    cells = gc.grade_cells(root, list(STUDENTS))
+@pytest.fixture
+def course(tmp_path):
+    return _course(tmp_path / "course")
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def any_db_course(request, tmp_path):
+    """The course with its gradebook on SQLite, then on a PostgreSQL server: (root, its gradebook's URL)."""
+    if request.param == "sqlite":
+        yield _course(tmp_path / "course"), None
+        return
+    with postgres_server.server() as url:  # (skips, saying why, outside CI when there is no server)
+        yield _course(tmp_path / "course", url), url
+
+
+def totals(root, db_url=None):
+    cells = support.grade_cells(root, list(STUDENTS), db_url)
     return {s: sum(v or 0 for (st, _), v in cells.items() if st == s) for s in STUDENTS}
 
 
-def grade_rows(root):
-    with sqlite3.connect(root / "gradebook.db") as db:
-        return db.execute("select count(*), count(distinct notebook_id || '/' || cell_id) from grade").fetchone()
+def grade_rows(root, db_url=None):
+    from nbgrader.api import Gradebook
+    from sqlalchemy import text
+
+    with Gradebook(db_url or f"sqlite:///{root / 'gradebook.db'}") as gb:
+        return tuple(gb.db.execute(text("select count(*), count(distinct notebook_id || '/' || cell_id) from grade")).one())
+
+
+def journal(root):
+    """The course's resume journal as the grader reads it."""
+    return Journal(root, bytes.fromhex((root / SECRET_FILE).read_text().strip()))
 
 
 def test_second_run_skips_unchanged_and_force_regrades(course):
-    first = gc.grade_ours(course)
+    first = support.grade_ours(course)
     assert first.returncode == 0, first.stderr
     assert totals(course) == STUDENTS
-    second = gc.grade_ours(course)
+    second = support.grade_ours(course)
     assert second.stdout.count("skipped (unchanged)") == len(STUDENTS)
-    forced = gc.grade_ours(course, "--force")
+    forced = support.grade_ours(course, "--force")
     assert "skipped (unchanged)" not in forced.stdout and f"{len(STUDENTS)} graded" in forced.stdout
     assert totals(course) == STUDENTS
 
 
 def test_a_changed_submission_is_regraded(course):
-    gc.grade_ours(course)
-    gc.submit(course, "mul_no_swap", gc.submission(course, ["derivatives", "engine"], []))
-    out = gc.grade_ours(course).stdout
+    support.grade_ours(course)
+    support.submit(course, "mul_no_swap", support.submission(course, ["derivatives", "engine"], []))
+    out = support.grade_ours(course).stdout
     assert out.count("skipped (unchanged)") == len(STUDENTS) - 1
     assert totals(course)["mul_no_swap"] == 7
 
 
-def test_killed_run_then_rerun_ends_with_every_grade_correct_and_no_duplicates(course):
-    cmd = [sys.executable, "-m", "autograder", "grade", gc.ASSIGNMENT, "--course", str(course),
+def test_killed_run_then_rerun_ends_with_every_grade_correct_and_no_duplicates(any_db_course):
+    course, db_url = any_db_course
+    cmd = [sys.executable, "-m", "autograder", "grade", support.ASSIGNMENT, "--course", str(course),
            "--config", str(course / "nbgrader_config.py"), "--no-progress", "--jobs", "1"]
-    proc = subprocess.Popen(cmd, cwd=course, env=gc.env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    proc = subprocess.Popen(cmd, cwd=course, env=support.env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
-    state = course / ".autograder-state.json"
+    path = course / JOURNAL_FILE
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not state.exists():  # kill once at least one notebook is stored
+    while time.monotonic() < deadline and not (path.exists() and path.stat().st_size):  # once a notebook is stored
         time.sleep(0.05)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
-    done_before = state.read_text().count('"fingerprint"') if state.exists() else 0
-    assert done_before < len(STUDENTS), "the run finished before it was killed; nothing was tested"
+    done_before = len(journal(course).records)
+    assert 0 < done_before < len(STUDENTS), "the run was not killed mid-run; nothing was tested"
     abandoned = list(Path(tempfile.gettempdir()).glob(f"{STAGING_PREFIX}{proc.pid}-*"))
     assert abandoned, "the killed grader left no staged worker code: the clean-up below proves nothing"
-    rerun = gc.grade_ours(course)
+    rerun = support.grade_ours(course)
     assert rerun.returncode == 0, rerun.stderr
     assert rerun.stdout.count("skipped (unchanged)") == done_before
-    assert totals(course) == STUDENTS
-    rows, distinct = grade_rows(course)
+    assert totals(course, db_url) == STUDENTS
+    rows, distinct = grade_rows(course, db_url)
     assert rows == distinct == 4 * len(STUDENTS)
     assert not any(path.exists() for path in abandoned), "the next grader leaves a killed grader's staging in place"
 
 
 def test_second_grader_on_the_same_course_refuses_with_one_line(course):
     with course_lock(course):
-        result = gc.grade_ours(course)
+        result = support.grade_ours(course)
     assert result.returncode == 2
     assert result.stderr.strip().count("\n") == 0
     assert "another grader is already running" in result.stderr and "Traceback" not in result.stderr
@@ -95,29 +120,30 @@ def test_second_grader_on_the_same_course_refuses_with_one_line(course):
 
 
 def test_cli_errors_are_one_line_without_traceback(course):
-    for args in (["nope"], [gc.ASSIGNMENT, "--jobs", "-1"], [gc.ASSIGNMENT, "--student", "correct_a", "--student", "nobdoy"]):
+    for args in (["nope"], [support.ASSIGNMENT, "--jobs", "-1"], [support.ASSIGNMENT, "--student", "correct_a", "--student", "nobdoy"]):
         result = subprocess.run([sys.executable, "-m", "autograder", "grade", *args, "--course", str(course),
-                                 "--config", str(course / "nbgrader_config.py")], env=gc.env(), text=True, capture_output=True)
+                                 "--config", str(course / "nbgrader_config.py")], env=support.env(), text=True, capture_output=True)
         assert result.returncode == 2
         assert result.stderr.startswith("autograder: error:") and result.stderr.strip().count("\n") == 0
-    assert f"no submission of '{gc.ASSIGNMENT}' for nobdoy" in result.stderr
+    assert f"no submission of '{support.ASSIGNMENT}' for nobdoy" in result.stderr
     with sqlite3.connect(course / "gradebook.db") as db:  # a mistyped id never becomes a student with zeros
         assert db.execute("select count(*) from student where id = 'nobdoy'").fetchone() == (0,)
 
 
 @pytest.mark.slow
 def test_an_edited_state_file_cannot_make_the_summary_or_csv_lie(course):
-    assert gc.grade_ours(course).returncode == 0
-    state = course / ".autograder-state.json"
-    records = json.loads(state.read_text())
-    forged_score = f"{gc.ASSIGNMENT}/mul_no_swap/{gc.NOTEBOOK}"
-    forged_hash = f"{gc.ASSIGNMENT}/no_seed/{gc.NOTEBOOK}"
-    gc.submit(course, "no_seed", gc.submission(course, ["derivatives", "engine"], []))  # now correct: a new hash
+    assert support.grade_ours(course).returncode == 0
+    path = course / JOURNAL_FILE
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    records = {key: body for key, body, _ in lines}
+    forged_score = f"{support.ASSIGNMENT}/mul_no_swap/{support.NOTEBOOK}"
+    forged_hash = f"{support.ASSIGNMENT}/no_seed/{support.NOTEBOOK}"
+    support.submit(course, "no_seed", support.submission(course, ["derivatives", "engine"], []))  # now correct: a new hash
     records[forged_score]["score"] = 7.0  # full marks for a submission that earned 4
     records[forged_hash]["fingerprint"] = fingerprint_now(course, "no_seed")  # "unchanged": skip the regrade
     records[forged_hash]["score"] = 0.0
-    state.write_text(json.dumps(records))
-    rerun = gc.grade_ours(course, "--csv", str(course / "summary.csv"))
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))  # the records edited in place, MACs kept
+    rerun = support.grade_ours(course, "--csv", str(course / "summary.csv"))
     assert rerun.returncode == 0, rerun.stderr
     rows = {r["student_id"]: r for r in csv.DictReader(open(course / "summary.csv"))}
     gradebook = totals(course)
@@ -136,6 +162,6 @@ def fingerprint_now(course, student):
     from autograder.settings import Limits, Tolerance, load_config
 
     config = load_config(course / "nbgrader_config.py")
-    spec = load_assignment(CourseDirectory(config=config).db_url, gc.ASSIGNMENT)
-    path = course / "submitted" / student / gc.ASSIGNMENT / f"{gc.NOTEBOOK}.ipynb"
+    spec = load_assignment(CourseDirectory(config=config).db_url, support.ASSIGNMENT)
+    path = course / "submitted" / student / support.ASSIGNMENT / f"{support.NOTEBOOK}.ipynb"
     return batch.fingerprint(path, spec, batch.settings_text(Limits(config=config), Tolerance(config=config), False))

@@ -19,8 +19,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-import grading_corpus as gc
 import pytest
+import support
 
 from autograder import cli
 from autograder.grading import sandbox
@@ -294,24 +294,24 @@ def test_a_stopped_fork_server_is_replaced_and_the_next_notebook_is_graded() -> 
 def test_unsafe_no_sandbox_grades_the_same_and_marks_every_row_and_the_feedback(tmp_path: Path) -> None:
     if sandbox.unavailable_reason():
         _unavailable(str(sandbox.unavailable_reason()))
-    root = gc.make_course(tmp_path / "course")
+    root = support.make_course(tmp_path / "course")
     students = ["correct_a", "mul_no_swap"]
     for student in students:
-        gc.submit(root, student, gc.submission(root, ["derivatives", "engine"], gc.EDITS[student]))
-    unsafe = gc.grade_ours(root, "--unsafe-no-sandbox", "--csv", str(root / "unsafe.csv"))
+        support.submit(root, student, support.submission(root, ["derivatives", "engine"], support.EDITS[student]))
+    unsafe = support.grade_ours(root, "--unsafe-no-sandbox", "--csv", str(root / "unsafe.csv"))
     assert unsafe.returncode == 0, unsafe.stderr
-    unsafe_cells = gc.grade_cells(root, students)
+    unsafe_cells = support.grade_cells(root, students)
     rows = list(csv.DictReader(open(root / "unsafe.csv")))
     assert len(rows) == len(students) and all(sandbox.UNSANDBOXED in r["reason"] for r in rows)
     table = [ln for ln in unsafe.stdout.splitlines() if ln.startswith(tuple(students))]
     assert len(table) == len(students) and all("UNSANDBOXED" in ln for ln in table)
     for student in students:
-        graded = (root / "autograded" / student / gc.ASSIGNMENT).glob("*.ipynb")
+        graded = (root / "autograded" / student / support.ASSIGNMENT).glob("*.ipynb")
         assert all(sandbox.UNSANDBOXED in nb.read_text() for nb in graded)
-    safe = gc.grade_ours(root, "--csv", str(root / "safe.csv"))  # the settings changed: everything is regraded
+    safe = support.grade_ours(root, "--csv", str(root / "safe.csv"))  # the settings changed: everything is regraded
     assert safe.returncode == 0, safe.stderr
     assert "skipped (unchanged)" not in safe.stdout and "UNSANDBOXED" not in safe.stdout
-    assert gc.grade_cells(root, students) == unsafe_cells
+    assert support.grade_cells(root, students) == unsafe_cells
 
 
 def test_a_runtime_below_a_notebooks_own_tmpfs_is_mounted_elsewhere() -> None:

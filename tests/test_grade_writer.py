@@ -22,12 +22,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from traitlets.config.loader import PyFileConfigLoader
 
-from autograder.grading import batch, class_report, late, safe_html
+from autograder.grading import batch, class_report, late, pipeline, safe_html
 from autograder.grading.redact_feedback import RedactHiddenTests
 from autograder.grading.sanitize import HIDDEN_NOTE, notebook_bytes, replace_hidden
+from autograder.grading.source import NotebookSpec
 from autograder.grading.store import csv_text, valid_text, write_notebook
 from autograder.grading.submission import Refused, Submission
-from autograder.settings import Limits, load_config
+from autograder.grading.types import Code, Item, Reason, Row, Status, Task
+from autograder.settings import Limits, Tolerance, load_config
 
 ROOT = Path(__file__).resolve().parent.parent
 # nbgrader's own pattern for a hidden-tests block, the one this project used before: the reference for small inputs
@@ -139,12 +141,13 @@ def test_an_item_whose_notebook_is_refused_is_graded_zero_and_flagged(tmp_path: 
     folder = _submission(tmp_path)
     (folder / "02_values.ipynb").unlink()
     (folder / "02_values.ipynb").symlink_to(ROOT / "solutions" / "workbook" / "02_values.ipynb")
-    item = batch.Item("eve", "02_values", folder / "02_values.ipynb")
-    with pytest.raises(Refused) as exc:
-        batch.prepare(item, Limits())
-    spec = type("Spec", (), {"name": "02_values", "cells": {}, "grade_cells": [], "max_score": 0.0})()
-    graded = batch.unreadable(tmp_path / "missing.ipynb", spec, exc.value)
-    assert graded.ran is False and graded.flags == [str(exc.value)] and "symbolic link" in graded.flags[0]
+    task = Task(Item("eve", "02_values", folder / "02_values.ipynb"), "fp")
+    spec = NotebookSpec("02_values")
+    result = pipeline.grade(task, pipeline.Shared({"02_values": spec}, Limits(), Tolerance()))
+    assert result.graded is None and result.why is not None and result.why.code is Code.UNREADABLE
+    assert result.flags == [result.why.text] and "symbolic link" in result.flags[0]
+    graded = pipeline.not_graded(tmp_path / "missing.ipynb", spec, result.why, result.flags)
+    assert graded.ran is False and graded.cause is Code.UNREADABLE and graded.flags == result.flags
 
 
 # ---------------------------------------------------------------- submission times
@@ -186,17 +189,17 @@ def test_text_no_writer_can_encode_is_replaced_and_formulas_are_quoted() -> None
     assert csv_text(["=HYPERLINK(1)", "+1", "-2.5", "@x", "plain"]) == ["'=HYPERLINK(1)", "+1", "-2.5", "'@x", "plain"]
 
 
-def _rows() -> list[batch.Row]:
-    return [batch.Row("ada", "02_values", 5, 5, batch.GRADED),
-            batch.Row("eve\ud800", "02_values", 0, 5, batch.GRADED, ["lying object: \udcff"], "raised Bad\ud83dName",
-                      ["add.wrong"])]
+def _rows() -> list[Row]:
+    return [Row("ada", "02_values", 5, 5, Status.GRADED),
+            Row("eve\ud800", "02_values", 0, 5, Status.GRADED, ["lying object: \udcff"],
+                [Reason(Code.NOTE, "raised Bad\ud83dName")], ["add.wrong"])]
 
 
 def test_the_summary_csv_holds_every_row_even_with_unencodable_text(tmp_path: Path) -> None:
     path = tmp_path / "summary.csv"
     rows = _rows()
     for row in rows:
-        row.validate()
+        batch.validate(row)
     batch.write_csv(rows, str(path), "workbook")
     got = list(csv.DictReader(open(path, encoding="utf-8")))
     assert [r["student_id"] for r in got] == ["ada", "eve\ufffd"] and got[1]["reason"] == "raised Bad\ufffdName"
@@ -221,7 +224,7 @@ def test_a_writer_that_dies_leaves_the_previous_summary_and_report(tmp_path: Pat
 
 
 def test_the_class_report_escapes_and_encodes_whatever_the_rows_hold(tmp_path: Path) -> None:
-    rows = [batch.Row("<script>alert(1)</script>\ud800", "02_values", 0, 5, batch.GRADED, misconceptions=["x<img>"])]
+    rows = [Row("<script>alert(1)</script>\ud800", "02_values", 0, 5, Status.GRADED, misconceptions=["x<img>"])]
     page = class_report.write(tmp_path, "workbook", rows).read_text(encoding="utf-8")
     assert "<script>alert" not in page and "&lt;script&gt;" in page and "<img>" not in page
 

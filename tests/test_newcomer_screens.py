@@ -15,9 +15,9 @@ import re
 import shutil
 from pathlib import Path
 
-import course_flow as cf
 import nbformat
 import pytest
+import support
 
 from autograder.grading.feedback_page import ABOVE, ShowEachFailureOnce, names_of_test_cells
 
@@ -29,33 +29,33 @@ DUE = "2025-01-15 12:00:00 UTC"
 ADD_MISTAKE = ("ex_03_add", "self.grad += out.grad", "self.grad = out.grad")
 
 
-def _submit(c: cf.Course, student: str, when: str, solve: bool, mistake: bool) -> None:
-    folder = c.root / "submitted" / student / cf.ASSIGNMENT
-    shutil.copytree(c.repo / "notebooks" / cf.ASSIGNMENT, folder)
+def _submit(c: support.Course, student: str, when: str, solve: bool, mistake: bool) -> None:
+    folder = c.root / "submitted" / student / support.WORKBOOK
+    shutil.copytree(c.repo / "notebooks" / support.WORKBOOK, folder)
     if solve:
-        cf.solve(folder, {"03_backward.ipynb": ADD_MISTAKE} if mistake else None)
+        support.solve(folder, {"03_backward.ipynb": ADD_MISTAKE} if mistake else None)
     (folder / "timestamp.txt").write_text(when)
 
 
 @pytest.fixture(scope="module")
 def course(tmp_path_factory: pytest.TempPathFactory) -> dict:
     base = tmp_path_factory.mktemp("screens")
-    c = cf.make_checkout(base, NOTEBOOKS)
-    c.nbgrader("generate_assignment", cf.ASSIGNMENT, "--force")
-    c.nbgrader("db", "assignment", "add", cf.ASSIGNMENT, f"--duedate={DUE}")
+    c = support.make_checkout(base, NOTEBOOKS)
+    c.nbgrader("generate_assignment", support.WORKBOOK, "--force")
+    c.nbgrader("db", "assignment", "add", support.WORKBOOK, f"--duedate={DUE}")
     _submit(c, "ada", "2025-01-17 12:30:00.000000 UTC", solve=True, mistake=True)  # 2 d 30 min late
     _submit(c, "bob", "2025-01-15 11:00:00.000000 UTC", solve=False, mistake=False)
     _submit(c, "cy", "2025-01-16 12:00:00.000000 UTC", solve=True, mistake=False)  # within its extension
-    extension = c.autograder("extension", cf.ASSIGNMENT, "cy", "--days", "2")
+    extension = c.autograder("extension", support.WORKBOOK, "cy", "--days", "2")
     graded = c.grade("--csv")
     _submit(c, "dee", "2025-01-15 11:00:00.000000 UTC", solve=True, mistake=True)
-    c.nbgrader("autograde", cf.ASSIGNMENT, "--student=dee")  # plain nbgrader, as the formgrader's button runs it
-    c.nbgrader("generate_feedback", cf.ASSIGNMENT)
+    c.nbgrader("autograde", support.WORKBOOK, "--student=dee")  # plain nbgrader, as the formgrader's button runs it
+    c.nbgrader("generate_feedback", support.WORKBOOK)
     return {"c": c, "extension": extension.stdout, "graded": graded.stdout}
 
 
 def feedback(course: dict, student: str, notebook: str) -> str:
-    return (course["c"].root / "feedback" / student / cf.ASSIGNMENT / f"{notebook}.html").read_text()
+    return (course["c"].root / "feedback" / student / support.WORKBOOK / f"{notebook}.html").read_text()
 
 
 # ---------------------------------------------------------------- the instructor's command lines
@@ -73,17 +73,17 @@ def test_grade_names_how_late_with_penalty_none_and_the_files_it_wrote(course):
     ada = [ln for ln in out.splitlines() if ln.startswith("ada ")]
     assert ada and all("late by 2 d: no penalty" in ln for ln in ada), out
     assert not any("late" in ln for ln in out.splitlines() if ln.startswith(("bob ", "cy ")))
-    rows = list(csv.DictReader((c.root / f"{cf.ASSIGNMENT}-summary.csv").open()))
+    rows = list(csv.DictReader((c.root / f"{support.WORKBOOK}-summary.csv").open()))
     assert {r["reason"] for r in rows if r["student_id"] == "ada"} == {"late by 2 d: no penalty"}
     wrote = [ln.removeprefix("wrote ") for ln in out.splitlines() if ln.startswith("wrote ")]
-    assert wrote == [str((c.root / f"{cf.ASSIGNMENT}-summary.csv").resolve()), str(c.root / "reports" / f"{cf.ASSIGNMENT}.html"),
-                     str(c.root / "reports" / f"{cf.ASSIGNMENT}-misconceptions.csv")]
+    assert wrote == [str((c.root / f"{support.WORKBOOK}-summary.csv").resolve()), str(c.root / "reports" / f"{support.WORKBOOK}.html"),
+                     str(c.root / "reports" / f"{support.WORKBOOK}-misconceptions.csv")]
     assert all(Path(p).is_file() for p in wrote)
 
 
 @pytest.mark.slow
 def test_the_report_shows_lateness_and_marks_the_untouched_submission(course):
-    page = (course["c"].root / "reports" / f"{cf.ASSIGNMENT}.html").read_text()
+    page = (course["c"].root / "reports" / f"{support.WORKBOOK}.html").read_text()
     students = page[page.index("<table id='students'>"):]
     row = {s: students[students.index(f"<td>{s}</td>"):].split("</tr>")[0] for s in ("ada", "bob", "cy")}
     assert "late by 2 d" in row["ada"] and "on time" in row["cy"] and "on time" in row["bob"]
@@ -189,7 +189,7 @@ def test_feedback_and_report_in_chromium(course):
                                     args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
         try:
             page = browser.new_page(viewport={"width": 1300, "height": 1000})
-            page.goto((c.root / "feedback" / "ada" / cf.ASSIGNMENT / "03_backward.html").as_uri())
+            page.goto((c.root / "feedback" / "ada" / support.WORKBOOK / "03_backward.html").as_uri())
             failure = page.locator(".autograder-check").filter(has_text="✗ add_local_backward").first
             failure.scroll_into_view_if_needed()
             summary = failure.locator("details summary")
@@ -202,10 +202,10 @@ def test_feedback_and_report_in_chromium(course):
             page.screenshot(path=str(ARTIFACTS / "feedback-03-reproduce-open.png"))
             page.locator("#toc").scroll_into_view_if_needed()
             page.screenshot(path=str(ARTIFACTS / "feedback-03-toc.png"))
-            page.goto((c.root / "feedback" / "cy" / cf.ASSIGNMENT / "06_neural_net.html").as_uri())
+            page.goto((c.root / "feedback" / "cy" / support.WORKBOOK / "06_neural_net.html").as_uri())
             page.get_by_text("raise the number of steps").scroll_into_view_if_needed()
             page.screenshot(path=str(ARTIFACTS / "feedback-06-grading-size.png"))
-            page.goto((c.root / "reports" / f"{cf.ASSIGNMENT}.html").as_uri())
+            page.goto((c.root / "reports" / f"{support.WORKBOOK}.html").as_uri())
             ticks = page.eval_on_selector_all("#histograms svg .tick", "ts => ts.length")
             assert ticks >= 2 * 2  # two notebooks, each with its axis from 0 to its points
             page.screenshot(path=str(ARTIFACTS / "report.png"), full_page=True)

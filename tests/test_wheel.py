@@ -11,9 +11,9 @@ import sys
 import zipfile
 from pathlib import Path
 
-import grading_corpus as gc
 import nbformat
 import pytest
+import support
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "autograder"
@@ -121,19 +121,19 @@ def test_check_runs_on_a_notebook_from_a_folder_outside_the_repository(venv: Pat
 def test_grade_grades_a_one_student_course_from_a_folder_outside_the_repository(venv: Path, elsewhere: Path):
     env = outside_env(venv)
     root = elsewhere / "course"
-    shutil.copytree(gc.FIXTURE_SOURCE, root / "source")
-    (root / "nbgrader_config.py").write_text(gc.CONFIG.format(root=str(root), assignment=gc.ASSIGNMENT))
-    run([venv / "bin" / "nbgrader", "generate_assignment", gc.ASSIGNMENT, "--force"], cwd=root, env=env)
-    gc.submit(root, "learner", gc.submission(root, ["derivatives", "engine"], []))
+    shutil.copytree(support.FIXTURE_SOURCE, root / "source")
+    (root / "nbgrader_config.py").write_text(support.CONFIG.format(root=str(root), assignment=support.ASSIGNMENT))
+    run([venv / "bin" / "nbgrader", "generate_assignment", support.ASSIGNMENT, "--force"], cwd=root, env=env)
+    support.submit(root, "learner", support.submission(root, ["derivatives", "engine"], []))
 
-    done = run([venv / "bin" / "python", "-m", "autograder", "grade", gc.ASSIGNMENT, "--course", root,
+    done = run([venv / "bin" / "python", "-m", "autograder", "grade", support.ASSIGNMENT, "--course", root,
                 "--config", root / "nbgrader_config.py", "--no-progress", "--jobs", "1", "--csv", elsewhere / "grades.csv"],
                cwd=elsewhere, env=env)
     assert "learner" in done.stdout
 
-    source = nbformat.read(gc.FIXTURE_SOURCE / gc.ASSIGNMENT / f"{gc.NOTEBOOK}.ipynb", as_version=4)
+    source = nbformat.read(support.FIXTURE_SOURCE / support.ASSIGNMENT / f"{support.NOTEBOOK}.ipynb", as_version=4)
     points = {c.metadata.nbgrader["grade_id"]: c.metadata.nbgrader["points"] for c in source.cells
               if c.metadata.get("nbgrader", {}).get("grade")}
-    assert gc.grade_cells(root, ["learner"]) == {("learner", gid): p for gid, p in points.items()}  # full marks
-    assert (root / "autograded" / "learner" / gc.ASSIGNMENT / f"{gc.NOTEBOOK}.ipynb").is_file()
+    assert support.grade_cells(root, ["learner"]) == {("learner", gid): p for gid, p in points.items()}  # full marks
+    assert (root / "autograded" / "learner" / support.ASSIGNMENT / f"{support.NOTEBOOK}.ipynb").is_file()
     assert re.search(r"^learner,", (elsewhere / "grades.csv").read_text(), re.M)

@@ -1,7 +1,7 @@
 """The workbook under real nbgrader: generated learner notebooks, full marks for solutions, zero for stubs.
 
 One nbgrader run per session (conftest's `graded`: generate_assignment + autograde of three students in a
-temp course, tests/workbook_course.py) feeds most tests: `solution` submits the instructor sources, `blank` the
+temp course, tests/support.py) feeds most tests: `solution` submits the instructor sources, `blank` the
 untouched learner notebooks.
 """
 
@@ -14,10 +14,9 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from grading_corpus import WORKBOOK_MISTAKES
 from nbclient import NotebookClient
 from nbgrader_mode import nbgrader_execution
-from workbook_course import NAMES, RELEASE, SOURCE, Graded, nbgrader
+from support import NAMES, RELEASE, WORKBOOK_MISTAKES, WORKBOOK_SOURCE, Graded, workbook_nbgrader
 
 from autograder import checks as catalog
 
@@ -132,7 +131,7 @@ def test_learner_notebooks_fail_only_with_not_implemented_and_every_check_fails(
 
 def test_every_solution_cell_becomes_a_stub_in_the_learner_notebook():
     for name in NAMES:
-        source = nbformat.read(SOURCE / f"{name}.ipynb", as_version=4)
+        source = nbformat.read(WORKBOOK_SOURCE / f"{name}.ipynb", as_version=4)
         learner = nbformat.read(RELEASE / f"{name}.ipynb", as_version=4)
         solutions = [c for c in source.cells if c.metadata.get("nbgrader", {}).get("solution")]
         stubs = [c for c in learner.cells if c.metadata.get("nbgrader", {}).get("solution")]
@@ -156,7 +155,7 @@ def check_calls(source: str) -> list[ast.Call]:
 def test_grade_cells_hold_only_check_calls_with_catalog_names():
     names = {c.name for c in catalog.CHECKS}
     for name in NAMES:
-        nb = nbformat.read(SOURCE / f"{name}.ipynb", as_version=4)
+        nb = nbformat.read(WORKBOOK_SOURCE / f"{name}.ipynb", as_version=4)
         grade_cells = [c for c in nb.cells if is_grade_cell(c)]
         assert grade_cells, name
         for cell in grade_cells:
@@ -195,7 +194,7 @@ def summary_cells(nb: nbformat.NotebookNode) -> list[tuple[float, list[str]]]:
 
 def test_each_summary_lists_every_grade_cell_with_its_points_and_visible_checks():
     for name in NAMES:
-        nb = nbformat.read(SOURCE / f"{name}.ipynb", as_version=4)
+        nb = nbformat.read(WORKBOOK_SOURCE / f"{name}.ipynb", as_version=4)
         cells = []
         for cell in (c for c in nb.cells if is_grade_cell(c)):
             visible = [c for c in check_calls(cell.source.split("### BEGIN HIDDEN TESTS")[0])]
@@ -209,9 +208,9 @@ def interactive() -> dict[str, nbformat.NotebookNode]:
     done = {}
     with nbgrader_execution(None):
         for name in NAMES:
-            nb = nbformat.read(SOURCE / f"{name}.ipynb", as_version=4)
+            nb = nbformat.read(WORKBOOK_SOURCE / f"{name}.ipynb", as_version=4)
             NotebookClient(nb, kernel_name="python3", timeout=120, allow_errors=True,
-                           resources={"metadata": {"path": str(SOURCE)}}).execute()
+                           resources={"metadata": {"path": str(WORKBOOK_SOURCE)}}).execute()
             done[name] = nb
     return done
 
@@ -293,7 +292,7 @@ def test_forgotten_reset_text_matches_what_the_cells_print(interactive):
 
 @pytest.mark.slow
 def test_feedback_html_shows_check_verdicts_as_html_that_wraps_long_lines(graded):
-    done = nbgrader(["generate_feedback", "workbook", "--force", "--student", "mistaken"], graded.course, graded.course)
+    done = workbook_nbgrader(["generate_feedback", "workbook", "--force", "--student", "mistaken"], graded.course, graded.course)
     assert done.returncode == 0, done.stdout + done.stderr
     pages = sorted((graded.course / "feedback" / "mistaken" / "workbook").glob("*.html"))
     assert [p.stem for p in pages] == NAMES

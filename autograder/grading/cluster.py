@@ -5,24 +5,35 @@ folder), the notebook's spec, the grading settings, and the course secret. Gradi
 worker resource `autograder-sandbox`, which a worker gives itself only once its sandbox has started (the
 `SandboxCheck` plugin): a worker that cannot sandbox learner code gets no task, and so never sees the secret.
 The scheduler re-runs the notebook of a worker that dies (`distributed.scheduler.allowed-failures`); the driver
-takes exactly one result per notebook and alone writes the gradebook, the autograded notebooks and the resume state.
+takes exactly one result per notebook and alone writes the gradebook, the autograded notebooks and the resume
+journal (`writer.Writer`, the same writer as a local run's).
+
+`DaskPool` is the executor: the driver runs `pipeline.READ` (the course folder is there), a worker runs
+`pipeline.GRADE` in its own long-lived sandbox (warm across notebooks). What every notebook shares (`Shared`: the
+specs, settings and secret) is sent once per worker, scattered to the sandboxed workers only, not with each task;
+a worker sends back the graded notebook's rendered file, not the notebook object; results come back in batches,
+one gather for every task finished since the last.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
 import importlib
 import os
 import re
 import socket
 import sys
+import threading
 import time
 import uuid
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..settings import Limits, Tolerance
 from . import sandbox  # standard library only: a worker that cannot sandbox loads nothing else of the grader
+from .types import Code, Reason, Result
 
 try:
     from distributed import WorkerPlugin
@@ -32,14 +43,14 @@ except ImportError:  # the `cluster` extra is not installed: `connect` says so
 if TYPE_CHECKING:
     from distributed import Client
 
-    from .batch import Course, Item, Options, Row
-    from .runner import Graded
-    from .source import NotebookSpec
-    from .store import State
+    from .pipeline import Shared
+    from .types import Row, Task
+    from .writer import Writer
 
 RESOURCE = "autograder-sandbox"  # held by a worker whose sandbox started; each grading task takes one unit
 TOPIC = "autograder-sandbox"  # the scheduler's event log where each worker says whether its sandbox started
 WAIT_FOR_WORKER = 300.0  # seconds to wait for a first worker with a sandbox (batch schedulers queue jobs a while)
+WINDOW_PER_THREAD = 4  # tasks in flight per grading slot (as executors.LocalPool keeps per thread)
 RETRIES = 1  # a task that raised (a grader bug, a lost connection) is tried once more elsewhere
 CLASS_TARGET = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")  # module:Class, e.g. dask_jobqueue:SLURMCluster
 
@@ -52,37 +63,35 @@ class Job:
     notebook: str
     data: bytes  # the submitted notebook file
     files: dict[str, str]  # the submission's other files, as `Submission.other_files` gives them
-    flags: tuple[str, ...] = ()  # the submission's refused files, named (batch.prepare)
-
-
-def settings_of(configurable: Limits | Tolerance) -> dict[str, Any]:
-    """A Limits or Tolerance as plain values (the course's config file itself never travels)."""
-    return {name: getattr(configurable, name) for name in configurable.trait_names(config=True)}
+    flags: tuple[str, ...] = ()  # the submission's refused files, named (pipeline.read_submission)
 
 
 class SandboxLost(Exception):
     """This worker's sandbox stopped and cannot start again: the notebook goes to another worker (Dask's retries)."""
 
 
-def grade_job(job: Job, spec: NotebookSpec, other_ids: dict[str, str], limits: dict[str, Any],
-              tolerance: dict[str, Any], secret: bytes) -> Graded | str:
-    """On a worker: parse, sanitize, run in this worker's sandbox and judge one notebook; a str says why it is unreadable."""
-    from .batch import grade_notebook  # batch imports this module lazily; no cycle at import time
-    from .sanitize import Unreadable, parse_submission
+def grade_job(job: Job, shared: Shared) -> Result:
+    """On a worker: `pipeline.GRADE` in this worker's sandbox; an unreadable notebook's result says why."""
+    from pathlib import Path
 
-    try:
-        nb = parse_submission(job.data)
-    except Unreadable as exc:
-        return str(exc)
+    from . import pipeline
+    from .types import Item, Prepared, Task
+
+    task = Task(Item(job.student, job.notebook, Path(f"{job.notebook}.ipynb")), "")  # the driver knows the real one
+    work = pipeline.Work(task.item, Prepared(job.data, job.files, list(job.flags)))
+    first, rest = pipeline.GRADE[:1], pipeline.GRADE[1:]  # parse_notebook: bytes that are no notebook need no sandbox
+    result = pipeline.grade(task, shared, first, work)
+    if result.graded is None and result.why is not None:
+        return result
     try:  # a worker whose sandbox died for good must not grade its notebooks 0: it gives them back, and its slots
         sandbox.MODE.pool.current()
     except Exception as exc:
         _withdraw(str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__)
         raise SandboxLost(f"the grading sandbox of this worker stopped and cannot start again: {exc}") from None
-    try:
-        return grade_notebook(nb, spec, Limits(**limits), Tolerance(**tolerance), job.files, other_ids, secret, job.flags)
-    except Unreadable as exc:
-        return str(exc)
+    result = pipeline.grade(task, shared, rest, work)
+    if result.graded is not None and result.graded.data is not None:
+        result.graded.nb = None  # its file is rendered: the notebook object need not travel back too
+    return result
 
 
 def _withdraw(error: str) -> None:
@@ -111,7 +120,7 @@ class SandboxCheck(WorkerPlugin):
         """Start the sandbox (or say why not) and set this worker's slots; runs on every worker, joining later too."""
         error = sandbox.unavailable_reason() or ""  # first: such a worker never loads the rest of the grader
         if not error:
-            from .batch import GRADER_VERSION
+            from .types import GRADER_VERSION
 
             if GRADER_VERSION != self.version:
                 error = f"grader {GRADER_VERSION} here, {self.version} on the driver: install the same version"
@@ -209,104 +218,134 @@ class Workers:
         return int(sum(w.get("resources", {}).get(RESOURCE, 0) for w in workers))
 
 
-def grade_on_cluster(todo: list[tuple[Item, str]], spec: Any, course: Course, options: Options, limits: Limits,
-                     tolerance: Tolerance, state: State, secret: bytes) -> list[Row]:
-    """Grade `todo` on the cluster; store each result here as it arrives, with the progress bar of a local run."""
+class DaskPool:
+    """The Dask executor: READ here, GRADE on a sandboxed worker; results gathered back in batches."""
+
+    def __init__(self, client: Client, shared: Shared, workers: Workers, run: str, assignment: str) -> None:
+        from distributed import as_completed
+
+        self.client, self.shared, self.workers, self.run, self.assignment = client, shared, workers, run, assignment
+        self.flying: dict[Any, tuple[Future[Result], Task, str | None]] = {}  # dask future -> ours, task, timestamp
+        self.lock = threading.Lock()
+        self.done = as_completed(with_results=False)
+        self._slots, self._sized = 1, 0.0
+        self.holders: set[str] = set()
+        self.data = client.scatter(shared, workers=list(workers.able), broadcast=True, hash=False)
+        self.holders = set(workers.able)
+        self._stop = threading.Event()
+        self.collector = threading.Thread(target=self._collect, name="dask-results", daemon=True)
+        self.collector.start()
+
+    def submit(self, task: Task) -> Future[Result]:
+        """Read the notebook here (as a local run reads it), then send it to a worker with a free sandbox slot."""
+        from . import pipeline
+        from .submission import Unreadable
+
+        ours: Future[Result] = Future()
+        item = task.item
+        work = pipeline.Work(item)
+        try:
+            pipeline.run_steps(pipeline.READ, work, self.shared)
+        except Unreadable as exc:  # missing, empty, too big, refused: no worker needed to say so
+            ours.set_result(pipeline.unreadable(task, exc, work.timestamp))
+            return ours
+        except Exception as exc:  # a grader bug reading one submission must not lose the rest of the batch
+            ours.set_result(Result(task, None, Reason(Code.GRADER_ERROR, f"grader error {type(exc).__name__}: {exc}"),
+                                   timestamp=work.timestamp))
+            return ours
+        assert work.prepared is not None
+        job = Job(item.student, item.notebook, work.prepared.data, work.prepared.files, tuple(work.prepared.flags))
+        future = self.client.submit(grade_job, job, self.data, resources={RESOURCE: 1}, retries=RETRIES, pure=False,
+                                    key=f"grade-{self.assignment}/{item.label}-{self.run}")
+        with self.lock:
+            self.flying[future] = (ours, task, work.timestamp)
+        self.done.add(future)
+        return ours
+
+    def _collect(self) -> None:
+        """Hand results back as they come, a batch at a time: one gather for every task finished since the last."""
+        while not self._stop.is_set():
+            if self.done.is_empty():
+                self._stop.wait(0.05)
+                continue
+            try:
+                batch = self.done.next_batch(block=True)
+            except StopIteration:
+                continue
+            finished = [f for f in batch if f.status == "finished"]
+            try:
+                values = dict(zip(finished, self.client.gather(finished))) if finished else {}
+            except Exception:  # gathered one by one below
+                values = {}
+            for future in batch:
+                with self.lock:
+                    ours, task, timestamp = self.flying.pop(future)
+                try:
+                    result = values[future] if future in values else future.result()
+                    result = dataclasses.replace(result, task=task, timestamp=timestamp)
+                except Exception as exc:  # lost by the cluster (KilledWorker, SandboxLost, a grader bug) after its
+                    # retries: nothing is stored, so the next run grades it again; the row says so
+                    why = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+                    result = Result(task, None, Reason(Code.CLUSTER_LOST,
+                                                       f"not graded on the cluster ({why}); the next run grades it again"))
+                future.release()
+                ours.set_result(result)
+
+    def window(self) -> int:
+        """Four tasks per grading slot in flight (the slots asked again every 2 s): each slot has its next notebooks
+        queued while the driver stores, and the driver never holds 120,000 notebooks in memory at once; a worker
+        that joins gets the shared data too."""
+        self.workers.poll()
+        if time.monotonic() - self._sized > 2.0:
+            self._slots, self._sized = max(1, self.workers.slots()), time.monotonic()
+            joined = set(self.workers.able) - self.holders
+            if joined:
+                with contextlib.suppress(Exception):
+                    self.client.replicate([self.data], workers=list(self.workers.able))
+                self.holders |= joined
+        return WINDOW_PER_THREAD * self._slots
+
+    def stop(self) -> None:
+        """Cancel what is in flight."""
+        self._stop.set()
+        with self.lock:
+            pending = list(self.flying)
+        if pending:
+            self.client.cancel(pending)
+
+    def close(self) -> None:
+        """Stop collecting (after the writer took every result)."""
+        self._stop.set()
+        self.collector.join(5)
+
+
+def grade_on_cluster(todo: list[Task], shared: Shared, writer: Writer, target: str, jobs: int, progress: bool) -> list[Row]:
+    """Grade `todo` on the cluster named by `target`; the writer stores each group as it arrives."""
     from tqdm import tqdm
 
-    from .batch import NOT_GRADED, Row, _store_group, not_graded, prepare, unreadable
-    from .runner import Graded
     from .source import GradingError
-    from .submission import Unreadable
+    from .types import GRADER_VERSION
 
-    rows: list[Row] = []
     if not todo:
-        return rows
-    if options.unsafe_no_sandbox:
-        raise GradingError("--cluster grades only in the sandbox (--unsafe-no-sandbox is for one machine)")
-    from distributed import as_completed
-    from nbgrader.api import Gradebook
-
-    client, own_cluster = connect(options.cluster or "", options.jobs)
+        return []
+    client, own_cluster = connect(target, jobs)
     run = uuid.uuid4().hex[:12]
-    bar = tqdm(total=len(todo), unit="nb", desc=f"grading {options.assignment} on the cluster", file=sys.stderr,
-               disable=not options.progress, dynamic_ncols=True)
     workers = Workers(client, run, lambda line: tqdm.write(line, file=sys.stderr))
-    owners = {name: nb for nb, s in spec.notebooks.items() for name in s.cells}
-    settings = (settings_of(limits), settings_of(tolerance))
-    release = {name: course.release(options.assignment) / f"{name}.ipynb" for name in spec.notebooks}
-    pending = iter(todo)
-    flying: dict[Any, tuple[Item, str]] = {}
-    results = as_completed(with_results=False)
+    pool = None
     try:
-        from .batch import GRADER_VERSION
-
         client.register_plugin(SandboxCheck(run, GRADER_VERSION), name=SandboxCheck.name)
         workers.wait_for_one()
-        window, sized = 2, 0.0
-        with Gradebook(course.coursedir.db_url, course.coursedir.course_id) as gb:
-            gb.db().expire_on_commit = False  # as in a local run: the assignment's cells stay loaded across commits
-
-            def store(group: list[tuple[Item, str, Graded]]) -> None:
-                rows.extend(_store_group(gb, course, options.assignment, group, state))
-                bar.update(len(group))
-
-            def submit_more() -> None:
-                # a bounded window in flight: the driver never holds 120,000 notebooks in memory at once
-                nonlocal window, sized
-                if time.monotonic() - sized > 2.0:
-                    window, sized = max(2, 2 * workers.slots()), time.monotonic()
-                while len(flying) < window:
-                    nxt = next(pending, None)
-                    if nxt is None:
-                        return
-                    item, fp = nxt
-                    nb_spec = spec.notebooks[item.notebook]
-                    try:  # read here exactly as a local run reads it (batch.prepare), inside the notebook's boundary
-                        prepared = prepare(item, limits)
-                    except Unreadable as exc:  # missing, empty, too big, refused: no worker needed to say so
-                        store([(item, fp, unreadable(release[item.notebook], nb_spec, exc))])
-                        continue
-                    except Exception as exc:  # a grader bug reading one submission must not lose the rest of the batch
-                        store([(item, fp, not_graded(release[item.notebook], nb_spec, f"grader error {type(exc).__name__}: {exc}"))])
-                        continue
-                    job = Job(item.student, item.notebook, prepared.data, prepared.files, tuple(prepared.flags))
-                    others = {g: nb for g, nb in owners.items() if nb != item.notebook}
-                    future = client.submit(grade_job, job, nb_spec, others, *settings, secret, resources={RESOURCE: 1},
-                                           retries=RETRIES, key=f"grade-{options.assignment}/{item.label}-{run}")
-                    flying[future] = (item, fp)
-                    results.add(future)
-
-            submit_more()
-            while flying:
-                group = []  # every result in by now: one gradebook commit and one state write for all of them
-                for future in results.next_batch(block=True):
-                    item, fp = flying.pop(future)
-                    try:
-                        outcome = future.result()
-                    except Exception as exc:  # lost by the cluster (KilledWorker, SandboxLost, a grader bug) after its
-                        # retries: nothing is stored, so the next run grades it again; the row says so
-                        why = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
-                        rows.append(Row(item.student, item.notebook, 0.0, spec.notebooks[item.notebook].max_score,
-                                        NOT_GRADED, reason=f"not graded on the cluster ({why}); the next run grades it again"))
-                        bar.update(1)
-                    else:
-                        group.append((item, fp, outcome if isinstance(outcome, Graded) else not_graded(
-                            release[item.notebook], spec.notebooks[item.notebook], outcome)))
-                    future.release()
-                if group:
-                    store(group)
-                workers.poll()
-                submit_more()
+        pool = DaskPool(client, shared, workers, run, writer.assignment)
+        rows = writer.run(todo, pool, progress, desc=f"grading {writer.assignment} on the cluster")
         workers.poll(every=0.0)
+        return rows
     except OSError as exc:  # the scheduler went away (CommClosedError is an OSError): what is stored stays stored
-        raise GradingError(f"lost the Dask scheduler {options.cluster} ({type(exc).__name__}: {str(exc)[:200]}); "
+        raise GradingError(f"lost the Dask scheduler {target} ({type(exc).__name__}: {str(exc)[:200]}); "
                            "run the same command again to grade the rest") from None
     finally:
-        bar.close()
-        if flying:
-            client.cancel(list(flying))
+        if pool is not None:
+            pool.stop()
+            pool.close()
         client.close()
         if own_cluster is not None:
             own_cluster.close()
-    return rows

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
-AUTOGRADED_HASH = "autograded_sha256"  # the state record's key
+if TYPE_CHECKING:
+    from .types import Record
 
 
 def autograded_digest(path: Path) -> str | None:
@@ -22,18 +23,17 @@ def autograded_digest(path: Path) -> str | None:
         return None
 
 
-def autograded_untouched(record: dict[str, Any], path: Path) -> bool:
+def autograded_untouched(record: Record, path: Path) -> bool:
     """True when the autograded notebook is the very file this grader wrote (no Autograde button, no edit since)."""
-    # a record from before this check has no hash: regrade once; None is recorded when no notebook was written
-    return AUTOGRADED_HASH in record and record[AUTOGRADED_HASH] == autograded_digest(path)
+    return record.autograded_sha256 == autograded_digest(path)  # None: none was written, and none is there
 
 
-def flag_box(flags: list[str], previous: dict[str, Any] | None) -> bool | None:
+def flag_box(flags: list[str], previous: Record | None) -> bool | None:
     """The formgrader's Flagged? box (`SubmittedNotebook.flagged`) for a regraded notebook: True (tick it) when
     FLAGGED, False (clear it) when this grader had set it and the notebook is no longer suspect, None (leave it:
     a grader's own flag, set in the formgrader, is kept) otherwise."""
     if flags:
         return True
-    if previous and previous.get("flags"):
+    if previous and previous.flags:
         return False
     return None

@@ -21,14 +21,16 @@ from nbgrader.api import Gradebook, MissingEntry, Notebook, SubmittedNotebook
 from nbgrader.coursedir import CourseDirectory
 
 from .submission import Submission, Unreadable
+from .types import Code
 
 
 class _Row(Protocol):
     student: str
     notebook: str
-    reason: str
     late: str
     flags: list[str]
+
+    def add(self, code: Code, text: str) -> None: ...
 
 
 def _late_by(seconds: float) -> str:
@@ -131,7 +133,7 @@ class LatePenalties:
                 row.late = _late_by(late)
                 what = ("no penalty" if notebook.late_submission_penalty is None
                         else f"penalty {notebook.late_submission_penalty:g}")
-                row.reason = "; ".join(x for x in [row.reason, f"late by {_late_by(late)}: {what}"] if x)
+                row.add(Code.LATE, f"late by {_late_by(late)}: {what}")
         gb.db.commit()
 
 

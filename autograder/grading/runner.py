@@ -5,7 +5,7 @@ from __future__ import annotations
 import signal
 import threading
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,7 @@ from .safe_html import escape_markdown
 from .sandbox import frames
 from .sanitize import Sanitized, redact_hidden_tests
 from .source import NotebookSpec, SourceCell
+from .types import Graded
 
 GRACE = 5.0  # seconds the grader waits beyond a worker's own time limit before it kills the worker
 SEND_TIMEOUT = 10.0  # seconds a worker may take to read one request of the grader (a few hundred bytes)
@@ -34,30 +35,6 @@ class Stopped(Unanswered):
 
 class Tampered(Stopped):
     """The notebook replaced part of the grader's side of the worker; grading stops there (flagged)."""
-
-
-@dataclass
-class Graded:
-    """One notebook, graded: its scores, comments, the autograded notebook and what the grader noticed."""
-
-    scores: dict[str, tuple[float | None, float]]  # grade_id -> (auto_score, max_score)
-    comments: dict[str, str | None]  # solution grade_id -> auto_comment
-    nb: NotebookNode | None
-    flags: list[str] = field(default_factory=list)  # suspected cheating: for the instructor to review
-    reason: str = ""  # why some or all cells could not be graded normally
-    ran: bool = True  # False: nothing of the notebook ran (unreadable, or the worker died at once)
-    notes: list[str] = field(default_factory=list)  # what else happened (limits hit, cells missing or moved)
-    misconceptions: list[str] = field(default_factory=list)  # ids behind the failed checks, for the class report
-
-    @property
-    def score(self) -> float:
-        """Points earned (cells awaiting manual grading count 0)."""
-        return sum(s or 0.0 for s, _ in self.scores.values())
-
-    @property
-    def max_score(self) -> float:
-        """Points possible."""
-        return sum(m for _, m in self.scores.values())
 
 
 _LIVE: set[Session] = set()
@@ -237,12 +214,14 @@ def plan_cells(nb: NotebookNode, spec: NotebookSpec) -> list[tuple[int, SourceCe
 
 
 def execute(sanitized: Sanitized, spec: NotebookSpec, limits: Limits, tolerance: Tolerance,
-            files_from: Path | dict[str, str] | None, secret: bytes | None = None) -> Graded:
+            files_from: Path | dict[str, str] | None, secret: bytes | None = None,
+            clock: Callable[[str, float], None] | None = None) -> Graded:
     """Run the sanitized notebook in a fresh worker, judge its grade cells here, fill in the outputs, score it.
 
     `files_from` is the submission's folder, or its other files already read (as `sandbox.submission_files` gives
     them: how a cluster worker gets them). `secret` (the course's) draws the hidden checks' inputs; None keeps the
-    package's, as plain nbgrader has them.
+    package's, as plain nbgrader has them. `clock` (stage, seconds), when given, is told how long the worker took to
+    start and the judge to judge.
     """
     nb = sanitized.nb
     flags, notes = list(sanitized.flags), list(sanitized.notes)
@@ -254,9 +233,12 @@ def execute(sanitized: Sanitized, spec: NotebookSpec, limits: Limits, tolerance:
         notes.append(sandbox.UNSANDBOXED)
     try:
         files = files_from if isinstance(files_from, dict) else sandbox.submission_files(files_from)
+        t0 = time.perf_counter()
         session = Session(payload, limits, files)
+        if clock is not None:
+            clock("worker start", time.perf_counter() - t0)
         try:
-            _converse(session, nb, plan, limits, tolerance, secret, flags, notes, misconceptions)
+            _converse(session, nb, plan, limits, tolerance, secret, flags, notes, misconceptions, clock)
         except Stopped as exc:
             reason = str(exc)
             if isinstance(exc, Tampered):
@@ -297,7 +279,7 @@ def _stop_rest(nb: NotebookNode, plan: list[tuple[int, SourceCell | None]], reas
 
 def _converse(session: Session, nb: NotebookNode, plan: list[tuple[int, SourceCell | None]], limits: Limits,
               tolerance: Tolerance, secret: bytes | None, flags: list[str], notes: list[str],
-              misconceptions: list[str]) -> None:
+              misconceptions: list[str], clock: Callable[[str, float], None] | None = None) -> None:
     """Drive the worker through the plan: outputs of code cells, judged checks of grade cells, then done."""
     observer = WorkerObserver(session)
     shown = notebook.Shown()  # each diagnosis in full once per notebook, as the learner's kernel shows it
@@ -328,7 +310,10 @@ def _converse(session: Session, nb: NotebookNode, plan: list[tuple[int, SourceCe
             if msg.tampered:
                 raise Tampered(f"{session.where} replaced {', '.join(msg.tampered)}")
             continue
+        t0 = time.perf_counter()
         verdict = judge_cell(observer, src.calls or (), tolerance, secret, shown)
+        if clock is not None:
+            clock("judge (probes included)", time.perf_counter() - t0)
         misconceptions[:] = dict.fromkeys([*misconceptions, *(r.misconception for r in verdict.results if r.misconception)])
         session.send(channel.resume_request())
         reply = session.recv(limits.check_timeout + GRACE)

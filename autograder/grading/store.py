@@ -1,32 +1,29 @@
-"""Everything the grader writes: the gradebook, autograded notebooks, the resume state, and the course lock."""
+"""Everything the grader writes but the resume journal: the gradebook rows, autograded notebooks, CSV text, the course
+secret and the course lock."""
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
 import hashlib
-import hmac
-import json
 import os
 import secrets
 import sqlite3
 import tempfile
-import warnings
-import weakref
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import nbformat
 from nbgrader import utils as nbutils
-from nbgrader.api import BaseCell, Comment, Grade, Gradebook, MissingEntry
-from sqlalchemy import bindparam, event, select, update
+from nbgrader.api import Comment, Grade, Gradebook, MissingEntry, SubmittedAssignment, SubmittedNotebook, new_uuid
+from sqlalchemy import bindparam, event, insert, select, update
 from sqlalchemy.engine import Engine
 
-from .runner import Graded
 from .source import GradingError
+from .types import Graded
 
-STATE_FILE = ".autograder-state.json"
 LOCK_FILE = ".autograder.lock"
 SECRET_FILE = ".autograder-secret"
 BUSY_TIMEOUT_MS = 60_000  # how long a write waits for a gradebook another program holds locked
@@ -119,11 +116,8 @@ def _number(text: str) -> bool:
     return True
 
 
-def write_notebook(nb: nbformat.NotebookNode, path: Path) -> str:
-    """The autograded notebook, atomically; returns its SHA-256 (the state records it).
-
-    Not fsynced: after a power cut a notebook that is not the file recorded has another hash, and is regraded.
-    """
+def notebook_file(nb: nbformat.NotebookNode) -> tuple[bytes, str]:
+    """The autograded notebook's file contents and their SHA-256 (the resume record keeps it)."""
     # nbformat.writes would validate first, and only warn when invalid: the cells came through sanitize and the
     # outputs through the channel's checks, so the same bytes are written without that pass (~40% of the write)
     text = nbformat.v4.writes_json(nb)
@@ -131,8 +125,17 @@ def write_notebook(nb: nbformat.NotebookNode, path: Path) -> str:
         data = text.encode()
     except UnicodeEncodeError:  # a lone surrogate in an output or flag (a worker sent it): written as U+FFFD
         data = text.translate(_SURROGATES).encode()
+    return data, hashlib.sha256(data).hexdigest()
+
+
+def write_notebook(nb: nbformat.NotebookNode, path: Path) -> str:
+    """The autograded notebook, atomically; returns its SHA-256 (the resume record keeps it).
+
+    Not fsynced: after a power cut a notebook that is not the file recorded has another hash, and is regraded.
+    """
+    data, digest = notebook_file(nb)
     atomic_write(path, data, durable=False)
-    return hashlib.sha256(data).hexdigest()
+    return digest
 
 
 @contextlib.contextmanager
@@ -152,96 +155,145 @@ def course_lock(root: Path) -> Iterator[None]:
         os.close(fd)  # closing releases the lock
 
 
-class State:
-    """What was graded, from which inputs: lets a re-run skip unchanged submissions.
+@dataclass
+class Entry:
+    """One graded notebook's gradebook rows to write: its scores, comments, time and Flagged? box."""
 
-    Each record carries an HMAC under the course secret: a record edited by anyone without the secret (a
-    submission's process cannot read it) is ignored, and its notebook graded again.
+    student: str
+    notebook: str
+    graded: Graded
+    timestamp: Any  # the submission's time as nbgrader reads timestamp.txt, or None
+    flagged: bool | None  # None leaves the formgrader's Flagged? box as it is (`formgrader.flag_box`)
+
+
+class BulkGradebook:
+    """The rows `nbgrader autograde` writes (student's submission, its notebooks, auto scores and comments), for many
+    notebooks in one transaction, as a few bulk statements.
+
+    The columns are those nbgrader's ORM writes: a new submission mirrors the whole assignment as `add_submission`
+    does (a submitted notebook per notebook, a grade per grade and task cell, a comment per solution and task cell,
+    every value as its ORM defaults leave it), then each notebook's grades and comments are set as `SaveAutoGrades`
+    sets them. Nothing is committed but by `commit`.
     """
 
-    def __init__(self, root: Path, secret: bytes) -> None:
-        self.path = root / STATE_FILE
-        self.secret = secret
-        self.rejected: list[str] = []  # keys whose record failed authentication
-        try:
-            data = json.loads(self.path.read_text())
-            self.records: dict[str, dict[str, Any]] = data if isinstance(data, dict) else {}
-        except (OSError, ValueError):
-            self.records = {}  # missing or damaged: regrade everything, which is always correct
+    def __init__(self, gb: Gradebook, assignment: str) -> None:
+        self.gb = gb
+        found = gb.find_assignment(assignment)
+        self.assignment_id = found.id
+        # name -> (notebook id, grade row cells, comment row cells), as add_submission walks them
+        self.layout: dict[str, tuple[str, list[str], list[str]]] = {}
+        self.cell_names: dict[str, str] = {}
+        for nb in found.notebooks:
+            grades = [c.id for c in nb.grade_cells] + [c.id for c in nb.task_cells]
+            comments = [c.id for c in nb.solution_cells] + [c.id for c in nb.task_cells]
+            self.layout[nb.name] = (nb.id, grades, comments)
+            for cell in [*nb.grade_cells, *nb.solution_cells, *nb.task_cells]:
+                self.cell_names[cell.id] = cell.name
+        self.submissions: dict[str, str] = {}  # student -> submitted_assignment id, committed
+        self._new: dict[str, str] = {}  # made in this transaction
 
-    @staticmethod
-    def key(assignment: str, student: str, notebook: str) -> str:
-        """The record's key: one per assignment, student and notebook."""
-        return f"{assignment}/{student}/{notebook}"
-
-    def _mac(self, key: str, record: dict[str, Any]) -> str:
-        body = json.dumps([key, {k: v for k, v in record.items() if k != "mac"}], sort_keys=True)
-        return hmac.new(self.secret, body.encode(), hashlib.sha256).hexdigest()
-
-    def get(self, key: str) -> dict[str, Any] | None:
-        """The record under `key` if the grader wrote it (its HMAC checks out), else None."""
-        record = self.records.get(key)
-        if not isinstance(record, dict):
-            return None
-        if not hmac.compare_digest(str(record.get("mac", "")), self._mac(key, record)):
-            self.rejected.append(key)
-            return None
-        return record
-
-    def put(self, key: str, record: dict[str, Any], save: bool = True) -> None:
-        """Store a record (with its HMAC) and write the whole state atomically (save=False: at the next `save`)."""
-        self.records[key] = {**record, "mac": self._mac(key, record)}
-        if save:
-            self.save()
-
-    def save(self) -> None:
-        """Write the whole state atomically."""
-        atomic_write(self.path, json.dumps(self.records, indent=1, sort_keys=True).encode())
-
-
-def record_grades(gb: Gradebook, assignment: str, student: str, notebook: str, graded: Graded, timestamp: Any,
-                  flagged: bool | None = None, commit: bool = True) -> None:
-    """The rows `nbgrader autograde` writes for one notebook (student, submission, auto scores, auto comments) and
-    the formgrader's Flagged? box (`formgrader.flag_box`: None leaves it), in one commit; with commit=False in the
-    caller's, which commits several notebooks at once."""
-    try:
-        _ensure_submission(gb, assignment, student, timestamp)
-        submitted = gb.find_submission_notebook(notebook, assignment, student)
-        gb.db.flush()  # rows nbgrader's add_submission made are in the database before they are updated below
-        # The same columns nbgrader's ORM objects would write, as one query and one UPDATE each for the notebook's
-        # grades and comments (the ORM's unit of work cost ~10 ms a notebook; nbgrader's find_grade is a query per cell)
-        grades = {name: (row_id, manual) for name, row_id, manual in gb.db.execute(
-            select(BaseCell.name, Grade.id, Grade.manual_score).join(Grade, Grade.cell_id == BaseCell.id)
-            .where(Grade.notebook_id == submitted.id))}
-        comments = dict(gb.db.execute(select(BaseCell.name, Comment.id).join(Comment, Comment.cell_id == BaseCell.id)
-                                      .where(Comment.notebook_id == submitted.id)).all())
-        grade_rows, comment_rows = [], []
-        for grade_id, (auto, _) in graded.scores.items():
-            if grade_id not in grades:
-                raise MissingEntry(f"no grade {grade_id} in {student}'s {notebook}")
-            row_id, manual = grades[grade_id]
-            grade_rows.append({"row": row_id, "auto": auto, "needs": manual is not None or auto is None})
-        for grade_id, text in graded.comments.items():
-            if grade_id not in comments:
-                raise MissingEntry(f"no comment {grade_id} in {student}'s {notebook}")
-            comment_rows.append({"row": comments[grade_id], "text": text})
+    def write(self, entries: list[Entry]) -> None:
+        """Every entry's rows, in the open transaction (MissingEntry: a grade cell the assignment does not have)."""
+        db = self.gb.db
+        wanted = {e.student for e in entries} - self.submissions.keys() - self._new.keys()
+        if wanted:
+            for student, sub_id in db.execute(select(_SUBS.c.student_id, _SUBS.c.id).where(
+                    _SUBS.c.assignment_id == self.assignment_id, _SUBS.c.student_id.in_(wanted))):
+                self.submissions[student] = sub_id
+        fresh = sorted(wanted - self.submissions.keys())
+        cells: dict[tuple[str, str], dict[str, tuple[str, float | None]]] = {}  # (student, nb) -> cell -> (row, manual)
+        comments: dict[tuple[str, str], dict[str, str]] = {}
+        notebook_ids: dict[tuple[str, str], str] = {}
+        if fresh:
+            subs, nbs, grades, comms = [], [], [], []
+            for student in fresh:
+                sub_id = self._new[student] = new_uuid()
+                subs.append({"id": sub_id, "assignment_id": self.assignment_id, "student_id": student,
+                             "timestamp": None, "extension": None})
+                for name, (nb_id, grade_cells, comment_cells) in self.layout.items():
+                    sn_id = notebook_ids[(student, name)] = new_uuid()
+                    nbs.append({"id": sn_id, "assignment_id": sub_id, "notebook_id": nb_id, "flagged": False,
+                                "late_submission_penalty": None})
+                    cells[(student, name)] = {}
+                    for cell in grade_cells:
+                        row = new_uuid()
+                        cells[(student, name)][self.cell_names[cell]] = (row, None)
+                        grades.append({"id": row, "notebook_id": sn_id, "cell_id": cell, "auto_score": None,
+                                       "manual_score": None, "extra_credit": None, "needs_manual_grade": True})
+                    comments[(student, name)] = {}
+                    for cell in comment_cells:
+                        row = new_uuid()
+                        comments[(student, name)][self.cell_names[cell]] = row
+                        comms.append({"id": row, "notebook_id": sn_id, "cell_id": cell, "auto_comment": None,
+                                      "manual_comment": None})
+            db.execute(insert(_SUBS), subs)
+            db.execute(insert(_NOTEBOOKS), nbs)
+            if grades:
+                db.execute(insert(_GRADES), grades)
+            if comms:
+                db.execute(insert(_COMMENTS), comms)
+        old = {(e.student, e.notebook) for e in entries} - cells.keys()
+        if old:  # submissions already in the gradebook: their rows' ids, in one query per table
+            subs_of = {self.submissions.get(s) or self._new[s]: s for s, _ in old}
+            names = {nb_id: name for name, (nb_id, _, _) in self.layout.items()}
+            for sn_id, sub_id, nb_id in db.execute(select(_NOTEBOOKS.c.id, _NOTEBOOKS.c.assignment_id, _NOTEBOOKS.c.notebook_id)
+                                                   .where(_NOTEBOOKS.c.assignment_id.in_(subs_of))):
+                key = (subs_of[sub_id], names.get(nb_id, ""))
+                if key in old:
+                    notebook_ids[key] = sn_id
+            by_sn = {notebook_ids[k]: k for k in old if k in notebook_ids}
+            for row, sn_id, cell, manual in db.execute(select(_GRADES.c.id, _GRADES.c.notebook_id, _GRADES.c.cell_id,
+                                                              _GRADES.c.manual_score).where(_GRADES.c.notebook_id.in_(by_sn))):
+                cells.setdefault(by_sn[sn_id], {})[self.cell_names.get(cell, "")] = (row, manual)
+            for row, sn_id, cell in db.execute(select(_COMMENTS.c.id, _COMMENTS.c.notebook_id, _COMMENTS.c.cell_id)
+                                               .where(_COMMENTS.c.notebook_id.in_(by_sn))):
+                comments.setdefault(by_sn[sn_id], {})[self.cell_names.get(cell, "")] = row
+        grade_rows, comment_rows, times, flags = [], [], {}, []
+        for e in entries:
+            key = (e.student, e.notebook)
+            if key not in notebook_ids:
+                raise MissingEntry(f"no notebook {e.notebook} in {e.student}'s submission")
+            for grade_id, (auto, _) in e.graded.scores.items():
+                if grade_id not in cells.get(key, {}):
+                    raise MissingEntry(f"no grade {grade_id} in {e.student}'s {e.notebook}")
+                row, manual = cells[key][grade_id]
+                grade_rows.append({"row": row, "auto": auto, "needs": manual is not None or auto is None})
+            for grade_id, text in e.graded.comments.items():
+                if grade_id not in comments.get(key, {}):
+                    raise MissingEntry(f"no comment {grade_id} in {e.student}'s {e.notebook}")
+                comment_rows.append({"row": comments[key][grade_id], "text": text})
+            if e.timestamp:
+                times[self.submissions.get(e.student) or self._new[e.student]] = nbutils.parse_utc(e.timestamp)
+            if e.flagged is not None:
+                flags.append({"row": notebook_ids[key], "flag": e.flagged})
         if grade_rows:
-            gb.db.execute(_UPDATE_GRADE, grade_rows)
+            db.execute(_UPDATE_GRADE, grade_rows)
         if comment_rows:
-            gb.db.execute(_UPDATE_COMMENT, comment_rows)
-        if flagged is not None:
-            submitted.flagged = flagged
-        if commit:
-            gb.db.commit()
-    except BaseException:
-        rollback(gb)
-        raise
+            db.execute(_UPDATE_COMMENT, comment_rows)
+        if times:
+            db.execute(_UPDATE_TIME, [{"row": k, "time": v} for k, v in times.items()])
+        if flags:
+            db.execute(_UPDATE_FLAG, flags)
+
+    def commit(self) -> None:
+        """Commit everything written since the last commit."""
+        self.gb.db.commit()
+        self.submissions.update(self._new)
+        self._new.clear()
+
+    def rollback(self) -> None:
+        """Undo everything written since the last commit."""
+        self._new.clear()
+        self.gb.db.rollback()
 
 
+_SUBS, _NOTEBOOKS = SubmittedAssignment.__table__, SubmittedNotebook.__table__
 _GRADES, _COMMENTS = Grade.__table__, Comment.__table__
 _UPDATE_GRADE = (update(_GRADES).where(_GRADES.c.id == bindparam("row"))
                  .values(auto_score=bindparam("auto"), needs_manual_grade=bindparam("needs")))
 _UPDATE_COMMENT = update(_COMMENTS).where(_COMMENTS.c.id == bindparam("row")).values(auto_comment=bindparam("text"))
+_UPDATE_TIME = update(_SUBS).where(_SUBS.c.id == bindparam("row")).values(timestamp=bindparam("time"))
+_UPDATE_FLAG = update(_NOTEBOOKS).where(_NOTEBOOKS.c.id == bindparam("row")).values(flagged=bindparam("flag"))
 
 
 def register_students(db_url: str, course_id: str, students: list[str]) -> None:
@@ -258,40 +310,3 @@ def register_students(db_url: str, course_id: str, students: list[str]) -> None:
             if student not in known:
                 gb.db.add(Student(id=student))
         gb.db.commit()
-
-
-def _ensure_submission(gb: Gradebook, assignment: str, student: str, timestamp: Any) -> None:
-    """The student and their submission (with its time), as nbgrader's update_or_create_* make them; nbgrader's
-    add_* commit, but only when a student or submission is new (once per student), not for every notebook.
-    A submission found once is remembered for the gradebook's session (forgotten on rollback)."""
-    known = _SUBMISSIONS.setdefault(gb, {})
-    submission = known.get((assignment, student))
-    if submission is None:
-        try:
-            gb.find_student(student)
-        except MissingEntry:
-            gb.add_student(student)
-        try:
-            submission = gb.find_submission(assignment, student)
-        except MissingEntry:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # SQLAlchemy's autoflush notes from inside nbgrader's add_submission
-                if timestamp:
-                    submission = gb.add_submission(assignment, student, timestamp=timestamp)
-                else:
-                    submission = gb.add_submission(assignment, student)
-            known[(assignment, student)] = submission
-            return
-        known[(assignment, student)] = submission
-    if timestamp:
-        submission.timestamp = nbutils.parse_utc(timestamp)
-
-
-# Submissions each gradebook session has found, by (assignment, student): one lookup per student, not per notebook.
-_SUBMISSIONS: weakref.WeakKeyDictionary[Gradebook, dict[tuple[str, str], Any]] = weakref.WeakKeyDictionary()
-
-
-def rollback(gb: Gradebook) -> None:
-    """Roll the gradebook's session back, and forget what it had found (rolled-back objects are stale)."""
-    _SUBMISSIONS.pop(gb, None)
-    gb.db.rollback()

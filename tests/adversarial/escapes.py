@@ -31,7 +31,7 @@ def mark(path, tag):
 
 SURVIVOR = HUNT + '''import time
 time.sleep(2)  # the notebook is over by now: is anything of it still running?
-for path in hunt({"gradebook.db", ".autograder-state.json"}):
+for path in hunt({"gradebook.db", ".autograder-state.json", ".autograder-journal.jsonl"}):
     mark(path, "{tag}")
 time.sleep({sleep})'''
 
@@ -66,7 +66,8 @@ for path in paths:
             exec(re.sub(r"### (BEGIN|END) SOLUTION", "", text), globals())
             mark(path, "solutions")'''
 
-TAMPERS_COURSE = HUNT + '''for path in hunt({"gradebook.db", ".autograder-state.json", "02_values.ipynb", "timestamp.txt"}):
+TAMPERS_COURSE = HUNT + '''for path in hunt({"gradebook.db", ".autograder-state.json", ".autograder-journal.jsonl", "02_values.ipynb",
+                           "timestamp.txt"}):
     mark(path, "tamper")
     try:
         with open(path, "a") as f:

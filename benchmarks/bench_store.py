@@ -1,0 +1,327 @@
+"""The driver's ceiling: how many graded notebooks per second the one writer stores, and that it stores what nbgrader would.
+
+Run by hand: .venv/bin/python benchmarks/bench_store.py --notebooks N [--db URL]
+
+1. Grades a small course of the real workbook once, in this process, through the production pipeline in the OS
+   sandbox (a solution, a blank and a mistaken submission: 18 real autograded notebooks), and adds the results a
+   batch also hands the writer: an unreadable notebook, a grader error (both stored as 0, not graded) and a
+   notebook the cluster lost (not stored).
+2. Replays N of those results, as N / 6 students, through the production writer (`writer.Writer`: autograded
+   notebooks, gradebook rows in bulk transactions, journal records) into a fresh nbgrader gradebook, timed, with
+   the students registered as a run registers them.
+3. Stores the same N results the plain way, one notebook per transaction through nbgrader's ORM (as
+   `nbgrader autograde`'s SaveAutoGrades does), into another fresh gradebook, and proves that `nbgrader export`
+   gives the same CSV from both, and that every grade, comment, submitted notebook and submission row is the same,
+   cell by cell.
+Prints, last: `store: N notebooks in S s: R notebooks/s (sqlite)`, then the same for PostgreSQL when --db is given
+or a throw-away server can be started (tests/postgres_server.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import csv
+import datetime
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+
+import support
+from bench_grade import workbook_course
+
+ASSIGNMENT = "workbook"
+COURSE_ID = "autograd-workbook"  # grading_config.py's
+TIMESTAMP = "2025-01-15 10:00:00.000000 UTC"
+GROUP = 200  # notebooks a group: what a busy driver's half-second of results holds (100 workers at ~0.5 s each)
+
+
+class Replay:
+    """An executor whose tasks are already graded: the writer's cost alone."""
+
+    def __init__(self, results: dict[str, Any]) -> None:
+        self.results = results
+
+    def submit(self, task: Any) -> Future[Any]:
+        future: Future[Any] = Future()
+        future.set_result(self.results.pop(task.item.label))
+        return future
+
+    def window(self) -> int:
+        return GROUP  # results in flight: each group the writer stores holds this many
+
+    def stop(self) -> None:
+        pass
+
+
+def grade_templates(course: Path) -> tuple[Any, list[Any]]:
+    """The assignment's spec and the real results of grading the course's three students (plus the not-graded kinds)."""
+    from autograder.grading import pipeline, sandbox
+    from autograder.grading.executors import LocalPool
+    from autograder.grading.source import load_assignment
+    from autograder.grading.store import course_secret
+    from autograder.grading.types import Code, Item, Reason, Result, Task
+    from autograder.settings import Limits, Tolerance, load_config
+
+    config = load_config(str(support.ROOT / "grading_config.py"))
+    spec = load_assignment(f"sqlite:///{course / 'gradebook.db'}", ASSIGNMENT)
+    shared = pipeline.Shared(spec.notebooks, Limits(config=config), Tolerance(config=config), course_secret(course))
+    tasks = [Task(Item(s.name, nb, s / ASSIGNMENT / f"{nb}.ipynb"), "fp") for s in sorted((course / "submitted").iterdir())
+             for nb in spec.notebooks]
+    with sandbox.MODE.using(False):
+        sandbox.MODE.ready()
+        pool = LocalPool(shared, 2)
+        try:
+            results = [f.result() for f in [pool.submit(t) for t in tasks]]
+        finally:
+            pool.close()
+    assert all(r.graded is not None for r in results), [r.why for r in results if r.graded is None]
+    first = tasks[0]
+    results += [Result(first, None, Reason(Code.UNREADABLE, "the notebook is not valid JSON (line 1, column 9)")),
+                Result(first, None, Reason(Code.GRADER_ERROR, "grader error RuntimeError: replayed")),
+                Result(first, None, Reason(Code.CLUSTER_LOST, "not graded on the cluster (KilledWorker: replayed)"))]
+    return spec, results
+
+
+def replayed(templates: list[Any], spec: Any, notebooks: int, base: Path) -> dict[str, Any]:
+    """N results for N / 6 students (label -> result), each notebook's result from its kind in turn."""
+    import dataclasses
+
+    from autograder.grading.types import Item, Task
+
+    by_notebook: dict[str, list[Any]] = {}
+    for r in templates:
+        if r.graded is not None:
+            by_notebook.setdefault(r.task.item.notebook, []).append(r)
+    others = [r for r in templates if r.graded is None]
+    names = list(spec.notebooks)
+    out = {}
+    for i in range(notebooks):
+        student, name = f"s{i // len(names):06d}", names[i % len(names)]
+        kinds = by_notebook[name] + others
+        template = kinds[(i // len(names) + i) % len(kinds)]
+        task = Task(Item(student, name, base / "submitted" / student / ASSIGNMENT / f"{name}.ipynb"), f"fp-{i}")
+        out[task.item.label] = dataclasses.replace(template, task=task, timestamp=TIMESTAMP)
+    return out
+
+
+def store_fast(db_url: str, root: Path, spec: Any, results: dict[str, Any]) -> tuple[float, list[Any]]:
+    """The production writer, timed: (seconds, rows)."""
+    from autograder.grading.journal import Journal
+    from autograder.grading.store import register_students
+    from autograder.grading.writer import Paths, Writer
+
+    tasks = [r.task for r in results.values()]
+    t0 = time.perf_counter()
+    register_students(db_url, COURSE_ID, [t.item.student for t in tasks])
+    journal = Journal(root, b"\0" * 32)
+    writer = Writer(db_url, COURSE_ID, ASSIGNMENT, spec,
+                    Paths(lambda s: root / "autograded" / s / ASSIGNMENT, root / "release" / ASSIGNMENT), journal)
+    try:
+        rows = writer.run(tasks, Replay(dict(results)), progress=False)
+    finally:
+        writer.close()
+        journal.close()
+    seconds = time.perf_counter() - t0
+    print(f"writer: {len(writer.groups)} transactions, {max(writer.groups)} notebooks in the largest")
+    return seconds, rows
+
+
+def store_plain(db_url: str, results: dict[str, Any], release: Path) -> None:
+    """One notebook per transaction through nbgrader's ORM, as `nbgrader autograde` stores a notebook."""
+    from nbgrader.api import Gradebook
+    from nbgrader.utils import parse_utc
+
+    from autograder.grading.formgrader import flag_box
+    from autograder.grading.pipeline import not_graded
+    from autograder.grading.types import Code
+
+    with Gradebook(db_url, COURSE_ID) as gb, warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # SQLAlchemy's autoflush notes from inside nbgrader's add_submission
+        for result in results.values():
+            item = result.task.item
+            graded = result.graded
+            if graded is None:
+                if result.why.code is Code.CLUSTER_LOST:
+                    continue
+                spec = _spec_of(gb, item.notebook)
+                graded = not_graded(release / f"{item.notebook}.ipynb", spec, result.why, result.flags)
+            gb.update_or_create_student(item.student)
+            try:
+                sub = gb.find_submission(ASSIGNMENT, item.student)
+            except Exception:
+                sub = gb.add_submission(ASSIGNMENT, item.student, timestamp=result.timestamp)
+            sub.timestamp = parse_utc(result.timestamp)
+            submitted = gb.find_submission_notebook(item.notebook, ASSIGNMENT, item.student)
+            grades = {g.name: g for g in submitted.grades}
+            comments = {c.name: c for c in submitted.comments}
+            for grade_id, (auto, _) in graded.scores.items():
+                grade = grades[grade_id]
+                grade.auto_score = auto
+                grade.needs_manual_grade = grade.manual_score is not None or auto is None
+            for grade_id, text in graded.comments.items():
+                comments[grade_id].auto_comment = text
+            flagged = flag_box(list(dict.fromkeys(graded.flags)), None)
+            if flagged is not None:
+                submitted.flagged = flagged
+            gb.db.commit()
+
+
+_SPECS: dict[str, Any] = {}
+
+
+def _spec_of(gb: Any, notebook: str) -> Any:
+    from autograder.grading.source import load_assignment
+
+    if not _SPECS:
+        _SPECS.update(load_assignment(gb.db.get_bind().url.render_as_string(hide_password=False), ASSIGNMENT).notebooks)
+    return _SPECS[notebook]
+
+
+def tables(db_url: str) -> dict[str, list[tuple[Any, ...]]]:
+    """Every row nbgrader's autograde writes, by natural key (ids are random per database), sorted."""
+    from nbgrader.api import Gradebook
+    from sqlalchemy import text
+
+    queries = {
+        "submitted_assignment": "select st.id, sa.timestamp, sa.extension from submitted_assignment sa "
+                                "join student st on st.id = sa.student_id",
+        "submitted_notebook": "select sa.student_id, n.name, sn.flagged, sn.late_submission_penalty "
+                              "from submitted_notebook sn join submitted_assignment sa on sa.id = sn.assignment_id "
+                              "join notebook n on n.id = sn.notebook_id",
+        "grade": "select sa.student_id, n.name, c.name, g.auto_score, g.manual_score, g.extra_credit, "
+                 "g.needs_manual_grade from grade g join submitted_notebook sn on sn.id = g.notebook_id "
+                 "join submitted_assignment sa on sa.id = sn.assignment_id join notebook n on n.id = sn.notebook_id "
+                 "join base_cell c on c.id = g.cell_id",
+        "comment": "select sa.student_id, n.name, c.name, m.auto_comment, m.manual_comment from comment m "
+                   "join submitted_notebook sn on sn.id = m.notebook_id join submitted_assignment sa on sa.id = "
+                   "sn.assignment_id join notebook n on n.id = sn.notebook_id join base_cell c on c.id = m.cell_id",
+        "student": "select id, first_name, last_name, email, lms_user_id from student",
+    }
+    with Gradebook(db_url, COURSE_ID) as gb:
+        # as text: SQLite's booleans are 0/1 and its times text, PostgreSQL's True/False and datetimes
+        return {name: sorted(tuple(_text(x) for x in row) for row in gb.db.execute(text(q))) for name, q in queries.items()}
+
+
+def _text(value: Any) -> str:
+    """A column's value as text that is the same from SQLite and from PostgreSQL."""
+    if isinstance(value, bool):
+        return str(int(value))
+    if isinstance(value, datetime.datetime):
+        return value.strftime("%Y-%m-%d %H:%M:%S.%f")
+    if value is None:
+        return "NULL"
+    return value if isinstance(value, str) else repr(value)
+
+
+def export(db_url: str, cwd: Path, to: Path) -> list[dict[str, str]]:
+    """`nbgrader export` of the gradebook, its rows sorted by student."""
+    env = support.env()
+    env.pop("NBGRADER_EXECUTION", None)
+    done = subprocess.run([os.path.join(support.BIN, "nbgrader"), "export", f"--CourseDirectory.db_url={db_url}",
+                           f"--CourseDirectory.course_id={COURSE_ID}", "--to", str(to)], cwd=cwd, env=env,
+                          capture_output=True, text=True)
+    if done.returncode:
+        raise RuntimeError(f"nbgrader export failed: {done.stderr[-1500:]}")
+    return sorted(csv.DictReader(open(to)), key=lambda r: (r["student_id"], r["assignment"]))
+
+
+def fresh_postgres(url: str, template: Path, course: Path) -> None:
+    """The workbook assignment generated into the (empty) PostgreSQL database at `url`."""
+    from nbgrader.apps.api import NbGraderAPI
+    from nbgrader.coursedir import CourseDirectory
+    from traitlets.config import Config
+
+    from autograder.settings import load_config
+
+    config = load_config(str(support.ROOT / "grading_config.py"))
+    config.merge(Config({"CourseDirectory": {"root": str(template), "db_url": url,
+                                             "release_directory": str(course / "pg-release")}}))
+    result = NbGraderAPI(coursedir=CourseDirectory(config=config), config=config).generate_assignment(ASSIGNMENT)
+    if not result["success"]:
+        raise RuntimeError(f"generate_assignment into PostgreSQL failed: {result.get('error')}")
+
+
+def measure(kind: str, url: str, plain_url: str, base: Path, spec: Any, results: dict[str, Any], release: Path) -> tuple[float, bool]:
+    """Store fast into `url` and plain into `plain_url`; compare; (seconds, equal)."""
+    root = base / f"{kind}-fast"
+    root.mkdir()
+    seconds, rows = store_fast(url, root, spec, results)
+    print(f"{kind}: the writer stored {len(rows)} notebooks in {seconds:.2f} s; now the plain store and the comparison",
+          flush=True)
+    store_plain(plain_url, results, release)
+    fast, plain = tables(url), tables(plain_url)
+    same_cells = fast == plain and len(fast["grade"]) > 0
+    for name in fast:
+        if fast[name] != plain[name]:
+            print(f"{kind}: the {name} table differs from a plain per-notebook store "
+                  f"({len(fast[name])} rows vs {len(plain[name])})")
+    same_export = export(url, base, base / f"{kind}-fast.csv") == export(plain_url, base, base / f"{kind}-plain.csv")
+    files = sum(1 for _ in (root / "autograded").rglob("*.ipynb"))
+    stored = sum(1 for r in rows if r.status.value == "graded") + sum(
+        1 for r in rows if r.status.value == "not graded" and r.reasons and r.reasons[0].code.value != "cluster-lost")
+    print(f"{kind}: {len(rows)} rows, {stored} notebooks stored, {files} autograded files, "
+          f"{len(fast['grade'])} grade rows; nbgrader export equal to a plain per-notebook store: {same_export}; "
+          f"every gradebook row equal, cell by cell: {same_cells}")
+    return seconds, same_export and same_cells
+
+
+def main() -> int:
+    """Grade the templates, replay N results through the writer on SQLite (and PostgreSQL), prove, print."""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--notebooks", type=int, default=5000, help="graded notebooks to store (default 5000)")
+    parser.add_argument("--db", metavar="URL", help="an empty PostgreSQL database to store into as well "
+                        "(default: a throw-away server when Debian's postgresql is installed)")
+    args = parser.parse_args()
+    if args.notebooks < 1:
+        parser.error("--notebooks must be at least 1")
+    with tempfile.TemporaryDirectory(prefix="bench-store-") as tmp:
+        base = Path(tmp)
+        try:
+            course, _ = workbook_course(base, 3)
+        except RuntimeError as exc:
+            print(exc)
+            return 1
+        template = base / "template"
+        shutil.copytree(course, template)  # the generated gradebook, before any grade
+        spec, templates = grade_templates(course)
+        results = replayed(templates, spec, args.notebooks, base)
+        release = base / "release" / ASSIGNMENT
+        fresh = [base / "fast.db", base / "plain.db", base / "pg-plain.db"]
+        for path in fresh:
+            shutil.copy(template / "gradebook.db", path)
+        load_before = os.getloadavg()
+        s_lite, ok = measure("sqlite", f"sqlite:///{fresh[0]}", f"sqlite:///{fresh[1]}", base, spec, results, release)
+        lines = [f"store: {args.notebooks} notebooks in {s_lite:.2f} s: {args.notebooks / s_lite:.0f} notebooks/s (sqlite)"]
+        pg: contextlib.AbstractContextManager[str | None] = contextlib.nullcontext(args.db)
+        if not args.db:
+            import postgres_server
+
+            why = postgres_server.unavailable_reason()
+            pg = contextlib.nullcontext(None) if why else postgres_server.server("bench")
+            if why:
+                print(f"no PostgreSQL line: {why}")
+        with pg as url:
+            if url:
+                fresh_postgres(url, template, base)
+                s_pg, ok_pg = measure("postgresql", url, f"sqlite:///{fresh[2]}", base, spec, results, release)
+                ok = ok and ok_pg
+                lines.append(f"store: {args.notebooks} notebooks in {s_pg:.2f} s: {args.notebooks / s_pg:.0f} "
+                             "notebooks/s (postgresql)")
+        print(f"load average (1, 5, 15 min) before: {' '.join(f'{x:.2f}' for x in load_before)}, after: "
+              f"{' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} CPUs")
+        print("\n".join(lines))
+        return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
