@@ -3,7 +3,8 @@
 In a learner's own kernel a failing check shows its diagnosis and returns, so "Run All" goes on to the summary;
 under nbgrader (`NBGRADER_EXECUTION` set: Validate and autograde) and outside Jupyter it raises `CheckFailed`, so
 the grade cell scores 0. Importing this module in a learner's kernel also makes a cell that reaches an unfinished
-exercise (`raise NotImplementedError()`) say so in one line instead of stopping "Run All" with a traceback.
+exercise (`raise NotImplementedError()`), or that an exercise's code stops with an error, say so in one line instead of
+stopping "Run All" with a traceback.
 """
 
 from __future__ import annotations
@@ -232,12 +233,19 @@ _GUARD = ast.parse(
     "try:\n    pass\n"
     "except NotImplementedError as __autograder_exc__:\n"
     "    __import__('autograder.notebook').notebook.unfinished(__autograder_exc__)\n"
+    "except Exception as __autograder_exc__:\n"
+    "    if not __import__('autograder.workbook').workbook.stopped_by_learner_code(__autograder_exc__):\n"
+    "        raise\n"
 ).body[0]
 _SHOW = ast.parse("__import__('autograder.notebook').notebook.show_value(None)").body[0]
 
 
 class UnfinishedGuard(ast.NodeTransformer):
-    """Wrap each cell in `try ... except NotImplementedError`, keeping the display of its last expression."""
+    """Wrap each cell in `try ... except`, keeping the display of its last expression.
+
+    An unfinished exercise (NotImplementedError) or an error raised inside an exercise's code (a wrong method a demo
+    calls) prints one line and lets Run All go on; any other error stops the cell with its traceback as usual.
+    """
 
     def visit_Module(self, node: ast.Module) -> ast.Module:
         body = node.body

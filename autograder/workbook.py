@@ -6,6 +6,7 @@ numbers), re-exported here so that a notebook needs one import line.
 from __future__ import annotations
 
 import sys
+import traceback
 from typing import Any
 from xml.sax.saxutils import escape
 
@@ -25,14 +26,14 @@ from .aids import (
     torch_or_none,
     torch_reference,
 )
-from .checks import NOT_IMPLEMENTED, CheckResult, get, run_checks
+from .checks import BY_NAME, NOT_IMPLEMENTED, CheckResult, get, run_checks
 from .notebook import GREEN, RED, grading, result_html, show
 from .notebook import recorded as stood_when_checked
 from .report import result_lines
 
 __all__ = ["CPU_TORCH", "TORCH_REFERENCE", "GraphPicture", "NotRecorded", "demo_size", "draw_graph", "make_moons",
-           "plot_decision_boundary", "plot_loss", "plot_slopes", "progress", "recorded", "summary", "summary_html",
-           "summary_text", "torch_or_none", "torch_reference", "unless_passing"]
+           "plot_decision_boundary", "plot_loss", "plot_slopes", "progress", "recorded", "stopped_by_learner_code",
+           "summary", "summary_html", "summary_text", "torch_or_none", "torch_reference", "unless_passing"]
 
 
 # ---------------------------------------------------------------- summary
@@ -69,12 +70,78 @@ def unless_passing(*names: str, ns: dict[str, Any] | None = None) -> None:
         ns = sys._getframe(1).f_globals
     if grading():
         return
-    failing = [r for r in run_checks([get(n) for n in names], ns) if not r.passed and not _not_done(r)]
-    methods = list(dict.fromkeys(r.culprit or (get(r.name).own_methods or r.targets)[0] for r in failing))
+    methods = _failing_methods(names, ns)
     if methods:
         what = " and ".join(f"`{m}`" for m in methods)
         verb = "does not pass its check" if len(methods) == 1 else "do not pass their checks"
         print(f"(this differs from the text because {what} {verb} yet)")
+
+
+def _failing_methods(names: Any, ns: dict[str, Any]) -> list[str]:
+    """The methods whose checks (of `names`) fail now, not counting those merely not done yet."""
+    failing = [r for r in run_checks([get(n) for n in names], ns) if not r.passed and not _not_done(r)]
+    return list(dict.fromkeys(r.culprit or (get(r.name).own_methods or r.targets)[0] for r in failing))
+
+
+def stopped_by_learner_code(exc: BaseException) -> bool:
+    """A cell stopped inside an exercise's code: print one line naming the method, and True; else False.
+
+    In a learner's kernel every cell runs under this (see `autograder.notebook.UnfinishedGuard`), so a demo that
+    calls a wrong method (not an unfinished one) says which and Run All goes on to the summary. Only an error raised
+    inside a method some check names counts, or one raised in the cell itself while a check above still fails (a
+    method gave back something wrong); any other error is the cell's own and keeps its traceback. Under nbgrader the
+    guard is not installed: a demo earns no points, and its error is nbgrader's to record as before.
+    """
+    frames = [f for f, _ in traceback.walk_tb(exc.__traceback__)]
+    if not frames:
+        return False
+    error = f"{type(exc).__name__}: {_short(str(exc))}"
+    methods = _exercise_frames(frames)
+    if methods:
+        called, raised = methods[0], methods[-1]
+        where = f" (in {raised})" if raised != called else ""
+        print(f"⋯ this demo needs {called}, which raised {error}{where} — see its check above; "
+              "the rest of this cell did not run.")
+        return True
+    # raised in the cell itself, on what a method gave back (`t = x.tanh()` returning None, then `t.backward()`)
+    ns, line = frames[0].f_globals, traceback.extract_tb(exc.__traceback__)[0]
+    failed = [n for n, passed in stood_when_checked(ns).items() if passed is False]
+    methods = _failing_methods(failed, ns) if failed else []
+    if not methods:
+        return False
+    what = " and ".join(methods)
+    print(f"⋯ this demo needs {what}, which {'does' if len(methods) == 1 else 'do'} not pass {_their(methods)} above: "
+          f"line {line.lineno} (`{_short(line.line or '')}`) raised {error} — see {_their(methods)}; the rest of this "
+          "cell did not run.")
+    return True
+
+
+def _their(methods: list[str]) -> str:
+    return "its check" if len(methods) == 1 else "their checks"
+
+
+def _short(text: str) -> str:
+    text = " ".join(text.split()) or "(no message)"
+    return text if len(text) <= 160 else text[:157] + "..."
+
+
+def _exercise_frames(frames: list[Any]) -> list[str]:
+    """The exercise methods an error went through, outermost first (learner code is what the cell's globals define)."""
+    ns = frames[0].f_globals  # the cell's own frame: its globals are the notebook's
+    targets = {t for c in BY_NAME.values() for t in c.targets}
+    classes = {t.split(".")[0] for t in targets if len(t) > 1 and t[:1].isupper()}  # Value, Neuron, Layer, MLP
+    names: list[str] = []
+    for frame in frames[1:]:
+        if frame.f_globals is not ns:
+            continue
+        own = getattr(frame.f_code, "co_qualname", frame.f_code.co_name).split(".<locals>")[0]
+        if own not in targets and own.split(".")[0] not in classes:
+            own = f"Value.{own}"  # a method written at top level, then set on Value (`Value.__radd__ = __radd__`)
+            if own not in targets:
+                continue
+        if own not in names:
+            names.append(own)
+    return names
 
 
 def _not_done(r: CheckResult) -> bool:

@@ -653,3 +653,20 @@ DIAGNOSED: dict[str, Diagnosed] = {
     "mlp_sizes_swapped": dx(N6, "ex_06_mlp", "mlp.layer_sizes", "MLP.__init__",
                             (("Layer(sizes[i], sizes[i + 1])", "Layer(sizes[i + 1], sizes[i])"),)),
 }
+
+
+RELEASE = ROOT / "notebooks" / "workbook"
+
+
+def learner_notebook(name: str, variant: Variant | None = None, unfinished: str | None = None) -> nbformat.NotebookNode:
+    """The released notebook `name` as a learner has it: every exercise solved (with `variant`'s edit, if any),
+    except the exercise `unfinished`, left as its stub. Hidden tests are absent, as in the release."""
+    solved = notebook(variant) if variant else nbformat.read(SOURCE / f"{name}.ipynb", as_version=4)
+    answers = {grade_id(c): "\n".join(ln for ln in c.source.splitlines() if ln.strip() not in MARKERS)
+               for c in solved.cells if c.get("metadata", {}).get("nbgrader", {}).get("solution")}
+    nb = nbformat.read(RELEASE / f"{name}.ipynb", as_version=4)
+    for cell in nb.cells:
+        gid = grade_id(cell)
+        if gid in answers and gid != unfinished:
+            cell.source = answers[gid]
+    return nb

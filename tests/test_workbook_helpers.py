@@ -237,6 +237,50 @@ def test_the_guard_keeps_the_last_expressions_display_and_other_errors(shell, ca
     assert isinstance(result.error_in_exec, ZeroDivisionError)
 
 
+# the reference engine, as a learner's cells define it, with tanh returning nothing and tanh from bricks wrong
+WRONG_BRICKS = (Path(__file__).parent / "engines" / "reference.py").read_text() + """
+
+def _tanh(self):
+    Value(0.0)
+
+
+Value.tanh = _tanh
+
+
+def tanh_from_bricks(x):
+    return x ** -1
+"""
+
+
+def test_a_demo_stopped_inside_an_exercise_names_the_method_in_one_line_and_succeeds(shell, capsys):
+    shell.run_cell(WRONG_BRICKS)
+    result = shell.run_cell("x = 1\ntanh_from_bricks(Value(0.0))\nx = 2")
+    out = capsys.readouterr().out.strip()
+    assert result.success and result.error_in_exec is None and shell.user_ns["x"] == 1  # the rest did not run
+    assert out.splitlines() == [out] and out.startswith("⋯ this demo needs tanh_from_bricks, which raised "
+                                                        "ZeroDivisionError: ")
+    assert "(in Value.__pow__) — see its check above" in out  # where it raised, when that is another method
+
+
+def test_a_demo_stopped_on_what_a_failing_method_gave_back_names_it(shell, capsys):
+    shell.run_cell(WRONG_BRICKS)
+    shell.user_ns[notebook.RECORD] = {"tanh_backward": False}  # its check cell ran above, and failed
+    result = shell.run_cell("t = Value(0.5).tanh()\nt.backward()")
+    out = capsys.readouterr().out.strip()
+    assert result.success and out.splitlines() == [out]
+    assert out.startswith("⋯ this demo needs Value.tanh, which does not pass its check above: line 2 (`t.backward()`) "
+                          "raised AttributeError: 'NoneType' object has no attribute 'backward'")
+
+
+def test_an_error_outside_the_exercises_keeps_its_traceback(shell, capsys):
+    shell.run_cell(WRONG_BRICKS)
+    shell.user_ns.pop(notebook.RECORD, None)  # no check has failed above
+    assert isinstance(shell.run_cell("Value(0.5).tanh().backward()").error_in_exec, AttributeError)
+    shell.run_cell("def helper():\n    return 1 / 0")  # a function no check names
+    assert isinstance(shell.run_cell("helper()").error_in_exec, ZeroDivisionError)
+    assert "this demo needs" not in capsys.readouterr().out
+
+
 def local_engine(ref, swapped=False, forget_upstream=False):
     class Value(ref.Value):
         def __mul__(self, other):

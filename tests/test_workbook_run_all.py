@@ -15,6 +15,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError
 from nbgrader_mode import nbgrader_execution
 
 from autograder.checks.messages import hint
@@ -166,3 +167,48 @@ def test_without_matplotlib_every_plot_cell_says_so_in_one_line_and_run_all_reac
         assert shown.count(NO_MATPLOTLIB) == 1, (cell.source, shown)  # once, even where a cell draws two plots
         assert shown.splitlines()[0] != NO_MATPLOTLIB, f"the numbers come first:\n{shown}"
     assert "this notebook is done" in text(summary_cell(nb))
+
+
+def learner_runs(name: str) -> dict[str, nbformat.NotebookNode]:
+    """Every way the corpus has a learner's notebook `name` go wrong: each mistake, each exercise left unfinished."""
+    from notebook_corpus import DIAGNOSED, MISTAKES, learner_notebook
+
+    bugs = {**MISTAKES, **{k: d.variant for k, d in DIAGNOSED.items()}}
+    runs = {k: learner_notebook(name, v) for k, v in sorted(bugs.items()) if v.notebook == name}
+    exercises = [c.metadata["nbgrader"]["grade_id"] for c in nbformat.read(RELEASE / f"{name}.ipynb", as_version=4).cells
+                 if c.metadata.get("nbgrader", {}).get("solution")]
+    runs.update({f"{gid} unfinished": learner_notebook(name, unfinished=gid) for gid in exercises})
+    return runs
+
+
+# Demos at their grading size: what is proved is that no error stops Run All, not the size of a demo's run.
+SMALL_DEMOS = "import autograder.workbook\nautograder.workbook.demo_size = lambda interactive, graded: graded"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_run_all_reaches_the_summary_whatever_mistake_or_unfinished_exercise_the_notebook_holds(name: str, tmp_path: Path):
+    """One kernel per notebook, reset between runs (as Restart & Run All leaves it): any cell error is listed."""
+    runs = learner_runs(name)
+    assert len(runs) >= 3, runs.keys()
+    stopped, lines = {}, []
+    client = NotebookClient(nbformat.v4.new_notebook(), kernel_name="python3", timeout=180, allow_errors=False,
+                            resources={"metadata": {"path": str(tmp_path)}})
+    with nbgrader_execution(None), client.setup_kernel():
+        for label, nb in runs.items():
+            cells = [nbformat.v4.new_code_cell("%reset -f"), nbformat.v4.new_code_cell(SMALL_DEMOS), *nb.cells]
+            client.nb = nbformat.v4.new_notebook(cells=cells, metadata=nb.metadata)
+            try:
+                for i, cell in enumerate(cells):
+                    if cell.cell_type == "code":
+                        client.execute_cell(cell, i)
+            except CellExecutionError as exc:
+                stopped[label] = f"cell {i}: {cell.source[:60]!r}: {str(exc).strip().splitlines()[-1]}"
+                continue
+            out = text(summary_cell(client.nb))
+            if "checks pass" not in out:
+                stopped[label] = f"summary: {out[:200]!r}"
+            lines += [t for c in cells if c.cell_type == "code" for o in c.outputs if o.get("name") == "stdout"
+                      for t in o["text"].splitlines() if "this demo needs" in t]
+    assert not stopped, "\n".join(f"{k}: {v}" for k, v in stopped.items())
+    odd = [t for t in lines if not (t.startswith("⋯ this demo needs ") and t.count(" — see ") == 1)]
+    assert lines and not odd, odd  # one line each, naming the method, pointing to its check
