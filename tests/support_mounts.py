@@ -9,6 +9,7 @@ its own path: the same files, made reachable, nothing made writable, and the res
 from __future__ import annotations
 
 import os
+import secrets
 import shlex
 import stat
 from collections.abc import Iterable
@@ -39,11 +40,11 @@ def reachable(argv: list[str], paths: Iterable[str | os.PathLike]) -> list[str]:
     if os.geteuid() != 0:
         raise PermissionError(f"{sorted(closed)[0]} is closed to other accounts, and only root can cover it")
     script = ["set -e", "umask 022"]
-    n = 0
+    tag, n = f"{os.getpid()}-{secrets.token_hex(4)}", 0
     for folder in sorted(closed, key=lambda f: len(Path(f).parts)):
         stashes = []
         for child in sorted(closed[folder]):
-            stash = f"/tmp/.autograder-mount-{os.getpid()}-{n}"
+            stash = f"/tmp/.autograder-mount-{tag}-{n}"
             n += 1
             stashes.append((stash, child))
             script += [f"mkdir -p {stash}", f"mount --rbind {shlex.quote(child)} {stash}"]
