@@ -8,23 +8,19 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from support_mounts import drop, reachable
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def as_ordinary_user(*args: str) -> subprocess.CompletedProcess[str]:
     """`./workbook hub ARGS` as an account without root (nobody, when the tests run as root)."""
-    preexec = None
-    if os.geteuid() == 0:
+    argv = [str(ROOT / "workbook"), "hub", *args]
+    if os.geteuid() == 0:  # (where the checkout is below a closed folder, nobody reaches it in a mount namespace)
         nobody = pwd.getpwnam("nobody")
-
-        def preexec() -> None:
-            os.setgroups([])
-            os.setgid(nobody.pw_gid)
-            os.setuid(nobody.pw_uid)
+        argv = reachable([*drop(nobody.pw_uid, nobody.pw_gid), *argv], [ROOT])
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": "/nonexistent"}
-    return subprocess.run([str(ROOT / "workbook"), "hub", *args], cwd=ROOT, env=env, preexec_fn=preexec,
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run(argv, cwd="/", env=env, capture_output=True, text=True, timeout=60)
 
 
 @pytest.mark.parametrize(("args", "says"), [
