@@ -5,9 +5,10 @@ the mounts stop at their own sizes, RLIMIT_AS stops a memory bomb, no process ou
 classmates score full marks.
 
 The suite runs as root, so the test drops to `nobody` itself (`setpriv`). Where the Python runtime sits below a
-folder `nobody` may not enter (pyenv in /root, mode 0700), the grader runs in a private mount namespace in which
-that folder is an empty tmpfs holding only the runtime, bound at its own path: the same interpreter and libraries,
-made reachable, nothing made writable. Run as an ordinary user, the test grades as that user.
+folder `nobody` may not enter (pyenv in /root, mode 0700), or the checkout is, the grader runs in a private mount
+namespace in which that folder is an empty tmpfs holding only the runtime and the checkout, bound at their own paths
+(tests/support_mounts.py): the same interpreter and libraries, made reachable, nothing made writable. Run as an
+ordinary user, the test grades as that user.
 """
 
 from __future__ import annotations
@@ -15,9 +16,7 @@ from __future__ import annotations
 import csv
 import json
 import os
-import shlex
 import shutil
-import stat
 import subprocess
 import sys
 import tempfile
@@ -26,6 +25,7 @@ from pathlib import Path
 
 import pytest
 from adversarial import corpus  # (it gathers escapes.py's and bounds.py's cases too)
+from support_mounts import drop, reachable
 
 from autograder.grading import sandbox
 from autograder.grading.sandbox.cgroup import UNPRIVILEGED_MODE
@@ -60,33 +60,15 @@ def as_user(argv: list[str]) -> list[str]:
     """`argv` run as `nobody` (when we are root), with every path the grader needs reachable by it; else as we are."""
     if os.geteuid() != 0:
         return argv
-    drop = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--inh-caps=-all",
-            "--bounding-set=-all", "--"]
-    script = ["set -e"]
-    for n, (closed, child) in enumerate(sorted(closed_ancestors())):
-        stash = f"/tmp/.autograder-unpriv-{os.getpid()}-{n}"
-        script += [f"mkdir -p {stash}", f"mount --bind {shlex.quote(child)} {stash}",
-                   f"mount -t tmpfs -o mode=0755,size=64k tmpfs {shlex.quote(closed)}",
-                   f"mkdir -p {shlex.quote(child)}", f"mount --move {stash} {shlex.quote(child)}", f"rmdir {stash}"]
-    script.append("exec " + shlex.join([*drop, *argv]))
-    return ["unshare", "--mount", "--propagation", "private", "sh", "-c", "\n".join(script)]
+    return reachable([*drop(NOBODY, NOBODY), *argv], needed())
 
 
-def closed_ancestors() -> set[tuple[str, str]]:
-    """(folder others may not enter, its child on the way to a path the grader needs) for the runtime and checkout."""
+def needed() -> set[str]:
+    """What the grader runs: the Python runtime (its executable, standard library, site-packages) and the checkout."""
     import sysconfig
 
-    needed = {sys.base_prefix, sys.prefix, os.path.realpath(sys.executable), str(ROOT),
-              *(sysconfig.get_paths()[k] for k in ("stdlib", "purelib", "platlib"))}
-    found = set()
-    for path in needed:
-        parts = Path(os.path.realpath(path)).parts
-        for i in range(1, len(parts) - 1):
-            folder = Path(*parts[: i + 1])
-            if not folder.stat().st_mode & stat.S_IXOTH:
-                found.add((str(folder), str(Path(*parts[: i + 2]))))
-                break
-    return found
+    return {sys.base_prefix, sys.prefix, os.path.realpath(sys.executable), str(ROOT),
+            *(sysconfig.get_paths()[k] for k in ("stdlib", "purelib", "platlib"))}
 
 
 def nobody_env(course: Path, home: Path) -> dict[str, str]:

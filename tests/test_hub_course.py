@@ -8,6 +8,12 @@ after the due date the instructor set in a Lab terminal; the instructor collects
 in the terminal, opens the flagged notebook in the formgrader and releases feedback; each learner fetches their own.
 Then, as those Unix users, no learner can list or read the other's submission or feedback, and the gradebook's rows
 are those plain `nbgrader autograde` gives the same submissions. Screenshots in test-artifacts/hub/.
+
+The hub's accounts run this checkout (hub/, the editable autograder/, build/hub-venv). Where a folder above it is
+closed to them (a clone in /root, mode 0700), the hub, every server it starts and the test's checks as those users run
+in a private mount namespace in which that folder is a tmpfs holding only the way to the checkout, bound at its own
+path (tests/support_mounts.py): the same files, nothing made writable. A real course is installed where every account
+can enter (`./workbook hub` refuses a closed checkout and says so).
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from pathlib import Path
 import pytest
 from browser_support import CHROMIUM, CHROMIUM_FLAGS, ROOT, Notebook, missing, require_chromium, shot, workbook
 from lab_server import free_port, stop, wait_until_served
+from support_mounts import drop, reachable
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
@@ -61,9 +68,9 @@ def require_hub() -> None:
     done = subprocess.run([str(ROOT / "workbook"), "hub", "--install"], cwd=ROOT, capture_output=True, text=True,
                           timeout=1200)
     assert done.returncode == 0, f"./workbook hub --install failed:\n{done.stderr[-3000:]}"
-    unreadable = [p for p in (ROOT, *ROOT.parents) if not p.stat().st_mode & 0o001]
-    if unreadable:
-        missing(f"the hub's accounts run this checkout's hub/ and build/hub-venv, but {unreadable[0]} is closed to them")
+    if not ROOT.stat().st_mode & 0o001:
+        missing(f"the hub's accounts run this checkout's hub/, autograder/ and build/hub-venv, but {ROOT} itself is "
+                "closed to them (chmod o+x it)")
 
 
 def _become(user: pwd.struct_passwd):
@@ -77,9 +84,9 @@ def _become(user: pwd.struct_passwd):
 def as_user(name: str, code: str) -> str:
     """Run Python `code` as the Unix user `name` (the hub's Python); its stdout."""
     user = pwd.getpwnam(name)
-    done = subprocess.run([str(HUB_VENV / "bin" / "python"), "-c", code], preexec_fn=_become(user), cwd="/",
-                          env={"HOME": user.pw_dir, "PATH": "/usr/bin:/bin"}, capture_output=True, text=True,
-                          timeout=60)
+    argv = reachable([*drop(user.pw_uid, user.pw_gid), str(HUB_VENV / "bin" / "python"), "-c", code], [ROOT])
+    done = subprocess.run(argv, cwd="/", env={"HOME": user.pw_dir, "PATH": "/usr/bin:/bin"}, capture_output=True,
+                          text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     return done.stdout
 
@@ -126,8 +133,9 @@ def hub() -> Iterator[Hub]:
     env.pop("CI", None)
     log = base / "hub.log"
     with log.open("w") as out:
-        proc = subprocess.Popen([str(ROOT / "workbook"), "hub", "--create-users"], cwd=ROOT, env=env, stdout=out,
-                                stderr=subprocess.STDOUT, start_new_session=True)
+        # the hub and every server it starts (as its users) in the mount namespace that opens a closed checkout
+        proc = subprocess.Popen(reachable([str(ROOT / "workbook"), "hub", "--create-users"], [ROOT]), cwd=ROOT,
+                                env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         url = f"http://127.0.0.1:{port}"
         wait_until_served(f"{url}/hub/api", proc, log, timeout=180, what="./workbook hub")
