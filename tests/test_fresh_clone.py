@@ -32,9 +32,11 @@ def clean_env() -> dict[str, str]:
 
 
 def readme_commands(clone: Path) -> list[str]:
-    """The lines of the README's bash block that run ./workbook: what a user types, and what this test runs."""
+    """The lines of the bash block under "The two commands" that run ./workbook: what a user types, and what this test runs."""
     text = (clone / "README.md").read_text()
-    return [m.group(1) for m in re.finditer(r"^(\./workbook \w+)", text, re.M)]
+    section = text.split("\n## The two commands\n", 1)[1].split("\n## ", 1)[0]
+    block = section.split("```bash\n", 1)[1].split("```", 1)[0]
+    return [m.group(1) for m in re.finditer(r"^(\./workbook \w+)", block, re.M)]
 
 
 @pytest.fixture(scope="module")
