@@ -12,6 +12,7 @@ Used by tests/test_grade_*.py, tests/test_course_*.py, the browser tests and ben
 
 from __future__ import annotations
 
+import ast
 import itertools
 import os
 import re
@@ -397,3 +398,20 @@ def gradebook_rows(root: Path, students: list[str]) -> dict[tuple[str, str], dic
                                      "seconds_late": sub.total_seconds_late, "penalty": nb.late_submission_penalty,
                                      "score": nb.score, "grades": {g.name: g.auto_score for g in nb.grades}}
     return out
+
+
+def imported(path: Path, name: str) -> set[str]:
+    """Every `autograder.*` module a file imports, at module level or inside a function, absolute or relative."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parent = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                base = ".".join([*parent, *([base] if base else [])])
+            found.add(base)
+            found |= {f"{base}.{alias.name}" for alias in node.names}  # `from . import x`: x may be a module
+    return {n for n in found if n.split(".")[0] == "autograder"}

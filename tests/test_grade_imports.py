@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 
 import pytest
+from support import imported
 
 PACKAGE = Path(__file__).resolve().parent.parent / "autograder" / "grading"
 
@@ -16,21 +16,7 @@ def module_name(path: Path) -> str:
 
 def imports(path: Path) -> set[str]:
     """The grading modules `path` imports, by full name (relative imports resolved; `from . import x` is module x)."""
-    me = module_name(path)
-    package = me if path.name == "__init__.py" else me.rsplit(".", 1)[0]
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            found |= {a.name for a in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = package.split(".")
-                anchor = anchor[: len(anchor) - (node.level - 1)]
-                base = ".".join([*anchor, *([node.module] if node.module else [])])
-            found.add(base)
-            found |= {f"{base}.{a.name}" for a in node.names}
-    return {m for m in found if m.startswith("autograder.grading")}
+    return {m for m in imported(path, module_name(path)) if m.startswith("autograder.grading")}
 
 
 def graph() -> dict[str, set[str]]:

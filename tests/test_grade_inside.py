@@ -11,6 +11,7 @@ import ast
 from pathlib import Path
 
 import pytest
+from support import imported
 
 from autograder.grading.sandbox import inside, staging
 from autograder.grading.standin import staged_modules
@@ -30,23 +31,6 @@ def module_name(rel: Path) -> str:
     """autograder/grading/worker/main.py -> autograder.grading.worker.main (a package's __init__ -> the package)."""
     parts = list(rel.with_suffix("").parts)
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
-def imported(path: Path, name: str) -> set[str]:
-    """Every `autograder.*` module a file imports, at module level or inside a function, absolute or relative."""
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            found |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                parent = package.split(".")[: len(package.split(".")) - (node.level - 1)]
-                base = ".".join([*parent, *([base] if base else [])])
-            found.add(base)
-            found |= {f"{base}.{alias.name}" for alias in node.names}  # `from . import x`: x may be a module
-    return {n for n in found if n.split(".")[0] == "autograder"}
 
 
 def is_module(name: str) -> bool:
