@@ -295,6 +295,15 @@ def test_nbgraders_feedback_and_formgrade_pages_hold_no_learner_script(template:
     assert "[not shown by the grader: application/javascript output]" in html
 
 
+def test_markdown_is_made_inert_the_same_whether_remembered_or_too_long_to_remember() -> None:
+    hostile = hostile_notebook().cells[0].source
+    short = safe_html.safe_markdown(hostile)
+    assert safe_html.safe_markdown(hostile) == short  # the second time from the memo: the same text
+    long = hostile + "\n\n" + "padding " * (safe_html.MEMO_MARKDOWN // 8)  # past the memo's bound: rendered each time
+    for html in (short, safe_html.safe_markdown(long)):
+        assert "pwned" not in html and "onerror" not in html and "<h1>Mine" in html
+
+
 def test_a_cell_id_that_is_not_nbformats_is_replaced() -> None:
     nb = hostile_notebook()
     nb.cells[1].id = 'x" onmouseover="window.pwned=1'  # nbconvert would refuse the whole notebook (no feedback at all)

@@ -22,7 +22,7 @@ The grader applies `safe_notebook` to every autograded notebook it writes, and `
 from __future__ import annotations
 
 import re
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 import nh3
@@ -111,11 +111,26 @@ def clean_svg(svg: str) -> str:
                      url_schemes=set(), link_rel=None, clean_content_tags={"script", "style"})
 
 
+# Markdown up to this many characters is rendered once per batch: every submission holds the released notebook's
+# markdown cells unchanged, and rendering them was most of the time spent making a notebook safe
+MEMO_MARKDOWN = 8192
+
+
 def safe_markdown(text: str) -> str:
     """Markdown rendered and cleaned, as one HTML block (no blank line) that a markdown renderer copies unchanged."""
+    text = str(text)
+    return _remembered_markdown(text) if len(text) <= MEMO_MARKDOWN else _render_markdown(text)
+
+
+@lru_cache(maxsize=1024)  # (a pure function of the text; at most ~1024 x 8 KiB of text held, plus its HTML)
+def _remembered_markdown(text: str) -> str:
+    return _render_markdown(text)
+
+
+def _render_markdown(text: str) -> str:
     from nbconvert.filters.markdown import markdown2html_mistune
 
-    html = clean_html(markdown2html_mistune(str(text)))
+    html = clean_html(markdown2html_mistune(text))
     # a blank line would end the HTML block and send the rest through markdown again: keep every line non-blank
     lines = [line if line.strip() else "<span></span>" + line for line in html.split("\n")]
     return '<div class="autograder-markdown">' + "\n".join(lines).rstrip() + "</div>"
