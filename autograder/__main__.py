@@ -19,7 +19,8 @@ if __name__ == "__main__":  # grading workers re-import the main module under an
             from .grading.worker import forkserver_context
 
             forkserver_context(start=True)
-        else:
+        elif not any(arg == "--cluster" or arg.startswith("--cluster=") for arg in sys.argv):
+            # (with --cluster the Dask workers run the sandboxes: the driver runs no learner code and starts none)
             from .grading.sandbox import MODE
 
             MODE.pool.warm()

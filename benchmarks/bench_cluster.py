@@ -2,11 +2,15 @@
 
 Run by hand: .venv/bin/python benchmarks/bench_cluster.py [--students S]
 S students (default 4) hand in the real six-notebook workbook (solutions, untouched stubs and solutions with
-classic mistakes, in turn). One generated course is graded three ways in one run: plain `nbgrader autograde`,
-`python -m autograder grade --jobs 2` (the local pool) and the same grader with `--cluster` on a LocalCluster of
-2 worker processes of 1 thread each (driver in this process, so that its own costs can be timed). Scores must be
-identical. Then the capacity model: per-notebook cost on the cluster -> workers for 120,000 notebooks in an hour,
-and the single driver's own cost (gradebook + notebook + journal writes per notebook).
+classic mistakes, in turn). One generated course is graded four ways in one run, each as a user runs it, by its
+command line, timed from the command's start to its exit (Python's start, imports, sandbox start, grading, storing,
+late penalties, the class report): plain `nbgrader autograde`; `python -m autograder grade --jobs 2` (the local
+pool: 2 threads, one sandbox); the same command with `--cluster` on a LocalCluster of 2 worker processes of 1 thread
+each, started before the run as a course's cluster is (its own start is printed, not included) with workers that
+have imported nothing of the grader (the run includes each worker's imports and sandbox start); then the same
+command again with `--force` on those now-warm workers (every run after a long-lived cluster's first). Scores must
+be identical all four ways. Then where the cluster run's time goes (the workers' start reports, Dask's task stream)
+and the capacity model: worker-thread-seconds per notebook -> workers for 120,000 notebooks in an hour.
 """
 
 from __future__ import annotations
@@ -20,18 +24,23 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-
-import support
-from bench_grade import workbook_course  # the same course: generated workbook, solutions/blanks/mistakes
+from typing import Any
 
 WORKERS = 2
 TARGET, HOUR = 120_000, 3600.0
+LOADED = ("nbformat", "autograder.grading.pipeline")  # what a fresh worker must not have imported yet
+
+# Only the standard library at module level: each LocalCluster worker process imports this module again (the
+# `spawn` start method), and must start as a plain `dask worker` does, with nothing of the grader imported.
 
 
 def main() -> int:
-    """Build the corpus, grade it three ways, compare, print the figures and the capacity model."""
+    """Build the corpus, grade it four ways, compare, print the figures and the capacity model."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import support
+    from bench_grade import workbook_course  # the same course: generated workbook, solutions/blanks/mistakes
+
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--students", type=int, default=4, help="students handing in the workbook (default 4)")
     args = parser.parse_args()
@@ -45,87 +54,124 @@ def main() -> int:
         local, cluster = Path(tmp) / "local", Path(tmp) / "cluster"
         shutil.copytree(plain, local)
         shutil.copytree(plain, cluster)
+        ours = [sys.executable, "-m", "autograder", "grade", "workbook", "--config", config, "--no-progress"]
         t_plain, a = run([os.path.join(support.BIN, "nbgrader"), "autograde", "workbook", f"--NbGrader.config_file={config}"], plain)
-        t_local, b = run([sys.executable, "-m", "autograder", "grade", "workbook", "--course", str(local), "--config", config,
-                          "--no-progress", "--jobs", str(WORKERS)], local)
+        t_local, b = run([*ours, "--course", str(local), "--jobs", str(WORKERS)], local)
         if a.returncode or b.returncode:
             print(f"a grader failed: nbgrader exit {a.returncode}, ours exit {b.returncode}\n{b.stderr[-2000:]}")
             return 1
-        t_start, t_cluster, store_s, state_s = grade_on_local_cluster(cluster, config)
-        pa, pb, pc = cells(plain, ids), cells(local, ids), cells(cluster, ids)
-        same = pa == pb == pc and len(pa) > 0
+        runs = on_local_cluster([*ours, "--course", str(cluster)], cluster)
+        if isinstance(runs, str):
+            print(runs)
+            return 1
+        t_start, fresh, warm = runs
         n = 6 * len(ids)
-        print(f"corpus: {len(ids)} students x 6 workbook notebooks, {len(pa)} grade cells; scores identical: {same}")
-        print(f"plain nbgrader autograde           : {t_plain:6.1f} s  ({t_plain / n:.2f} s per notebook)")
-        print(f"ours, local pool --jobs {WORKERS}          : {t_local:6.1f} s  ({t_local / n:.2f} s per notebook)")
-        print(f"ours, --cluster ({WORKERS} Dask workers x 1) : {t_cluster:6.1f} s  ({t_cluster / n:.2f} s per notebook; "
-              f"LocalCluster start {t_start:.1f} s not included)")
-        print(f"speed-up over plain nbgrader: {t_plain / t_local:.1f}x local pool, {t_plain / t_cluster:.1f}x cluster")
-        capacity(t_cluster * WORKERS / n, store_s / n, state_s)
+        pa, pb = cells(plain, ids), cells(local, ids)
+        same = pa == pb == fresh.scores == warm.scores and len(pa) > 0
+        print(f"corpus: {len(ids)} students x 6 workbook notebooks, {len(pa)} grade cells; scores identical "
+              f"(plain nbgrader, local pool, cluster, cluster again): {same}")
+        print("each figure: the command's wall time, start to exit (Python's start, imports, sandbox start, grading, storing, "
+              "late penalties, class report)")
+        print(f"plain nbgrader autograde                   : {t_plain:6.1f} s  ({t_plain / n:.2f} s per notebook)")
+        print(f"ours, local pool --jobs {WORKERS}                  : {t_local:6.1f} s  ({t_local / n:.2f} s per notebook)")
+        print(f"ours, --cluster, fresh workers (2 x 1)     : {fresh.wall:6.1f} s  ({fresh.wall / n:.2f} s per notebook; the "
+              f"workers' start included, the LocalCluster's own {t_start:.1f} s not)")
+        print(f"ours, --cluster again, the same warm workers: {warm.wall:6.1f} s  ({warm.wall / n:.2f} s per notebook)")
+        print(f"cluster / local pool: {fresh.wall / t_local:.2f}x on fresh workers, {warm.wall / t_local:.2f}x on warm ones; "
+              f"speed-up over plain nbgrader: {t_plain / t_local:.1f}x local pool, {t_plain / fresh.wall:.1f}x cluster (fresh)")
+        for name, r in (("fresh", fresh), ("warm", warm)):
+            print(f"where the {name} cluster run goes: first task {r.first:.1f} s after the command's start (the driver's "
+                  f"start, connecting; each worker's start: {r.setup}), tasks {r.last - r.first:.1f} s, "
+                  f"{r.wall - r.last:.1f} s after the last (storing it, late penalties, class report, exit)")
+        capacity(warm.compute / n, warm.wall * WORKERS / n, fresh.wall * WORKERS / n)
+        journal_append(cluster)
         return 0 if same else 1
 
 
 def run(cmd: list[str], course: Path) -> tuple[float, subprocess.CompletedProcess[str]]:
     """Time one command in the course folder."""
+    import support
+
     env = support.env() | {"AUTOGRADER_COURSE_DIR": str(course)}
     t0 = time.perf_counter()
     done = subprocess.run(cmd, cwd=course, env=env, text=True, capture_output=True)
     return time.perf_counter() - t0, done
 
 
-def grade_on_local_cluster(course: Path, config: str) -> tuple[float, float, float, float]:
-    """(cluster start, grading wall time, driver's time storing results, one journal append at 120,000 records)."""
-    from distributed import LocalCluster
+class ClusterRun:
+    """One `--cluster` command: its wall time, when its tasks ran, what its workers' start cost, its scores."""
 
-    from autograder.grading import batch
-    from autograder.grading.journal import Journal
-    from autograder.settings import load_config
+    def __init__(self, wall: float, tasks: list[dict[str, Any]], events: list[Any], t0: float, scores: dict[Any, Any]) -> None:
+        spans = [(ss["start"], ss["stop"]) for t in tasks if str(t["key"]).startswith("grade-")
+                 for ss in t["startstops"] if ss["action"] == "compute"]
+        self.wall, self.scores = wall, scores
+        self.first = min(s for s, _ in spans) - t0 if spans else 0.0
+        self.last = max(e for _, e in spans) - t0 if spans else 0.0
+        self.compute = sum(e - s for s, e in spans)  # worker-thread-seconds spent in grading tasks
+        said = [m.get("seconds", {}) for when, m in events if when >= t0 and isinstance(m, dict) and not m.get("error")]
+        self.setup = ", ".join(f"{s.get('setup', 0):.1f} s (imports {s.get('imports', 0):.1f} s, beside its sandbox's start, "
+                               f"{s.get('sandbox', 0):.1f} s)" for s in said) or "none reported"
 
-    os.environ["AUTOGRADER_COURSE_DIR"] = str(course)
+
+def on_local_cluster(cmd: list[str], course: Path) -> tuple[float, ClusterRun, ClusterRun] | str:
+    """(LocalCluster start, the first run on its fresh workers, a second run on the same workers); or why not."""
+    from distributed import Client, LocalCluster, get_task_stream
+
+    from autograder.grading.cluster import TOPIC
+
     t0 = time.perf_counter()
-    with LocalCluster(n_workers=WORKERS, threads_per_worker=1, processes=True, dashboard_address=":0") as lc:
+    with LocalCluster(n_workers=WORKERS, threads_per_worker=1, processes=True, dashboard_address=":0") as lc, Client(lc) as client:
         t_start = time.perf_counter() - t0
-        spent = [0.0]
+        loaded = client.run(eval, f"[m for m in {LOADED!r} if m in __import__('sys').modules]")  # (eval: pickled by name)
+        if any(loaded.values()):
+            return f"the LocalCluster's workers were not fresh: they had imported {loaded}"
+        runs = []
+        for again in ((), ("--force",)):
+            with get_task_stream(client) as stream:
+                started = time.time()
+                wall, done = run([*cmd, "--cluster", lc.scheduler_address, *again], course)
+            if done.returncode:
+                return f"the cluster run failed (exit {done.returncode}):\n{done.stderr[-2000:]}"
+            runs.append(ClusterRun(wall, stream.data, client.get_events(TOPIC), started, cells(course, None)))
+    return t_start, runs[0], runs[1]
 
-        def clock(notebook: str, stage: str, seconds: float) -> None:  # the grader's own clock: the writer's stages
-            if stage.startswith("store: "):
-                spent[0] += seconds
 
-        t0 = time.perf_counter()
-        batch.run(batch.Options("workbook", load_config(config), str(course), progress=False, cluster=lc.scheduler_address,
-                                clock=clock))
-        t_grade = time.perf_counter() - t0
-    journal = Journal(course, bytes.fromhex((course / ".autograder-secret").read_text().strip()))
+def cells(course: Path, ids: list[str] | None) -> dict[tuple[str, str, str], float]:
+    """Every grade cell's score (of the given students, or all)."""
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        students = ids if ids is not None else [s.id for s in gb.students]
+        return {(s, nb.name, g.name): g.score for s in students for nb in gb.find_submission("workbook", s).notebooks
+                for g in nb.grades}
+
+
+def capacity(task_s: float, warm_s: float, fresh_s: float) -> None:
+    """Workers for TARGET notebooks in an hour, from the measured per-notebook cost."""
+    need = TARGET / HOUR
+    print(f"per-notebook cost on the cluster: {task_s:.2f} worker-thread-seconds in its grading task (Dask's task stream, "
+          f"warm run); {warm_s:.2f} as wall time x threads / notebooks (warm run), {fresh_s:.2f} (fresh run), each with this "
+          "small run's fixed start and tail spread over its notebooks")
+    print(f"capacity model: {TARGET:,} notebooks in an hour = {need:.1f} notebooks/s -> {math.ceil(need * task_s)} worker "
+          f"threads (one core each) at {task_s:.2f} s a notebook, this machine's speed")
+
+
+def journal_append(course: Path) -> None:
+    """One journal append with TARGET records in the journal: it does not grow with the cohort."""
+    from autograder.grading.journal import Journal
+
+    secret = bytes.fromhex((course / ".autograder-secret").read_text().strip())
+    journal = Journal(course, secret)
     record = next(iter(journal.records.values()))
     journal.append([(f"workbook/s{i}/nb", record) for i in range(TARGET)])
     journal.close()
-    journal = Journal(course, bytes.fromhex((course / ".autograder-secret").read_text().strip()))
+    journal = Journal(course, secret)
     t0 = time.perf_counter()
     journal.append([("workbook/one/more", record)])
     t_append = time.perf_counter() - t0
     journal.close()
-    return t_start, t_grade, spent[0], t_append
-
-
-def cells(course: Path, ids: list[str]) -> dict[tuple[str, str, str], float]:
-    """Every grade cell's score."""
-    from nbgrader.api import Gradebook
-
-    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
-        return {(s, nb.name, g.name): g.score for s in ids for nb in gb.find_submission("workbook", s).notebooks
-                for g in nb.grades}
-
-
-def capacity(slot_s: float, store_s: float, state_s: float) -> None:
-    """Workers for TARGET notebooks in an hour, from the measured per-notebook cost; and the driver's own ceiling."""
-    need = TARGET / HOUR
-    print(f"per-notebook cost on the cluster: {slot_s:.2f} worker-thread-seconds (wall time x threads / notebooks, "
-          "start-up and tail included)")
-    print(f"capacity model: {TARGET:,} notebooks in an hour = {need:.1f} notebooks/s -> "
-          f"{math.ceil(need * slot_s)} worker threads (one core each) at this machine's speed")
-    print(f"driver: {1000 * store_s:.1f} ms per notebook stored here (gradebook, notebook, journal) -> at most "
-          f"{1 / store_s:.0f} notebooks/s at this run's group sizes (benchmarks/bench_store.py measures the ceiling); "
-          f"one journal append with {TARGET:,} records in it: {1000 * state_s:.1f} ms (it does not grow with the cohort)")
+    print(f"driver: one journal append with {TARGET:,} records in it: {1000 * t_append:.1f} ms (it does not grow with the "
+          "cohort); the driver's storing ceiling: benchmarks/bench_store.py")
 
 
 if __name__ == "__main__":

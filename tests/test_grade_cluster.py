@@ -19,6 +19,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -33,9 +34,10 @@ import pytest
 from support import NAMES, ROOT, VENV_BIN, Graded
 
 from autograder.grading import batch, sandbox
+from autograder.grading.cluster import SandboxCheck
 from autograder.grading.journal import JOURNAL_FILE, Journal
 from autograder.grading.store import SECRET_FILE
-from autograder.grading.types import Code, Row, Status
+from autograder.grading.types import GRADER_VERSION, Code, Row, Status
 from autograder.grading.writer import Writer
 from autograder.settings import load_config
 
@@ -78,6 +80,8 @@ class Scenario:
     stderr: str = ""  # the second run's reports
     db_url: str = ""  # the cluster-graded course's gradebook
     postgres: bool = False  # whether that is a PostgreSQL server
+    driver_stagings: list[str] = field(default_factory=list)  # sandbox stagings the killed command-line driver made
+    loaded_at_setup: dict[str, bool] = field(default_factory=dict)  # worker -> grader imported once its sandbox started
 
 
 def _unavailable(reason: str) -> None:
@@ -104,8 +108,9 @@ def _label(key: Any) -> str:
     return str(key).removeprefix(f"grade-{ASSIGNMENT}/").rsplit("-", 1)[0]
 
 
-def _kill_driver_after_first_store(course: Path, config: Path, address: str) -> set[str]:
-    """Run the command line's driver on the cluster; SIGKILL it once a notebook is stored; the labels it stored."""
+def _kill_driver_after_first_store(course: Path, config: Path, address: str) -> tuple[set[str], list[str]]:
+    """Run the command line's driver on the cluster; SIGKILL it once a notebook is stored; the labels it stored, and
+    the sandbox stagings it made (a SIGKILLed process cannot remove its own)."""
     env = {**os.environ, "PATH": VENV_BIN + os.pathsep + os.environ.get("PATH", ""), "AUTOGRADER_COURSE_DIR": str(course)}
     log = course.parent / "first-run.log"
     with open(log, "w") as err:
@@ -118,10 +123,17 @@ def _kill_driver_after_first_store(course: Path, config: Path, address: str) -> 
             time.sleep(0.05)
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
+    stagings = [p.name for p in Path(tempfile.gettempdir()).glob(f"{sandbox.STAGING_PREFIX}{proc.pid}-*")]
     secret = bytes.fromhex((course / SECRET_FILE).read_text().strip())
     stored = {k.removeprefix(f"{ASSIGNMENT}/") for k in Journal(course, secret).records}
     assert 0 < len(stored) < len(STUDENTS) * len(NAMES), f"the driver was not killed mid-run:\n{log.read_text()[-3000:]}"
-    return stored
+    return stored, stagings
+
+
+def _grader_loaded(client: Any) -> dict[str, bool]:
+    """Worker -> whether it has imported the grading pipeline (`eval`, a builtin: pickled by name, so a worker
+    without the grader can run it too)."""
+    return client.run(eval, "'autograder.grading.pipeline' in __import__('sys').modules")
 
 
 def _course_config(course: Path, db_url: str, generated: bool) -> Path:
@@ -176,8 +188,14 @@ def scenario(graded: Graded, tmp_path_factory: pytest.TempPathFactory) -> Iterat
                 client.wait_for_workers(3, timeout=120)
                 bad_address = next(a for a, w in client.scheduler_info()["workers"].items() if w.get("name") == "no-sandbox")
                 pids = client.run(os.getpid)
-                first = _kill_driver_after_first_store(course, config, lc.scheduler_address)
+                # the workers' start, alone: a plugin of a run that sends no task
+                fresh = _grader_loaded(client)
+                client.register_plugin(SandboxCheck("setup-only", GRADER_VERSION), name=SandboxCheck.name)
+                loaded = {a: _grader_loaded(client)[a] and not fresh[a] for a in fresh}
+                first, stagings = _kill_driver_after_first_store(course, config, lc.scheduler_address)
                 done = _second_run(course, config, lc.scheduler_address, client, get_task_stream, pids, bad_address, first)
+                done.driver_stagings, done.loaded_at_setup = stagings, loaded
+                done.loaded_at_setup[bad_address] = _grader_loaded(client)[bad_address]  # after both runs
             finally:
                 bad.kill()
                 bad.wait()
@@ -272,6 +290,18 @@ def test_a_worker_that_cannot_start_its_sandbox_takes_no_work_and_is_reported(sc
     assert all(scenario.bad_worker not in workers for workers in scenario.ran_on.values())
     line = next(ln for ln in scenario.stderr.splitlines() if scenario.bad_worker in ln)
     assert "cannot start its grading sandbox" in line and "bubblewrap is not installed" in line
+
+
+@slow
+def test_each_worker_imports_the_grader_once_as_its_sandbox_starts_and_one_without_a_sandbox_never(scenario):
+    able = {a: loaded for a, loaded in scenario.loaded_at_setup.items() if a != scenario.bad_worker}
+    assert len(able) == 2 and all(able.values()), scenario.loaded_at_setup  # before its first task, not in it
+    assert scenario.loaded_at_setup[scenario.bad_worker] is False
+
+
+@slow
+def test_the_command_line_driver_of_a_cluster_run_starts_no_sandbox_of_its_own(scenario):
+    assert scenario.driver_stagings == []
 
 
 def _needs_postgres(scenario: Scenario) -> None:

@@ -108,6 +108,23 @@ def _withdraw(error: str) -> None:
                              "error": error})
 
 
+def load_grader() -> None:
+    """Import the grading side here once, as the command line's start-up does (autograder/__main__.py): without the
+    import-time work a batch never uses. Else the first thing to need it (unpickling the scattered `Shared`, on the
+    worker's event loop) imports it all, jsonschema's IRI grammar included, while both sandboxes preload.
+
+    Process-wide, as on the driver: jsonschema in this worker checks no "iri" or "duration" string format, and
+    `nbgrader` is imported without its package `__init__` (its server extensions); nothing the grader runs uses them.
+    """
+    from .nbgrader_light import archive_util_on_first_use, import_without_server_extensions
+
+    sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
+    sys.modules.setdefault("isoduration", None)  # type: ignore[arg-type]
+    import_without_server_extensions()
+    archive_util_on_first_use()
+    importlib.import_module(f"{__package__}.pipeline")
+
+
 class SandboxCheck(WorkerPlugin):
     """On each worker: start its sandbox; only if it starts, offer `autograder-sandbox` slots (one per thread)."""
 
@@ -118,6 +135,8 @@ class SandboxCheck(WorkerPlugin):
 
     async def setup(self, worker: Any) -> None:
         """Start the sandbox (or say why not) and set this worker's slots; runs on every worker, joining later too."""
+        t0 = time.perf_counter()
+        seconds: dict[str, float] = {}  # what this run's start cost here (a warm worker's is ~0): benchmarks read it
         error = sandbox.unavailable_reason() or ""  # first: such a worker never loads the rest of the grader
         if not error:
             from .types import GRADER_VERSION
@@ -127,12 +146,19 @@ class SandboxCheck(WorkerPlugin):
         if not error:
             try:
                 sandbox.MODE.unsafe = False
+                starting = sandbox.MODE.pool.box is None  # (a worker's sandbox serves every run after its first)
                 sandbox.MODE.pool.warm()  # in the worker's long-lived event-loop thread: bwrap dies with its parent thread
-                await asyncio.get_running_loop().run_in_executor(None, sandbox.MODE.pool.current)
+                loop = asyncio.get_running_loop()
+                await loop.run_in_executor(None, load_grader)  # while the sandbox preloads, not in the first task
+                seconds["imports"] = time.perf_counter() - t0
+                box = await loop.run_in_executor(None, sandbox.MODE.pool.current)
+                seconds["sandbox"] = box.started if starting else 0.0
             except Exception as exc:  # Unavailable, or anything else: this worker grades nothing
                 error = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
+        seconds["setup"] = time.perf_counter() - t0
         await worker.set_resources(**{RESOURCE: 0 if error else worker.state.nthreads})
-        worker.log_event(TOPIC, {"run": self.run, "worker": worker.address, "host": socket.gethostname(), "error": error})
+        worker.log_event(TOPIC, {"run": self.run, "worker": worker.address, "host": socket.gethostname(), "error": error,
+                                 "seconds": seconds})
         # no teardown: the sandbox serves the next run too, and dies with the worker process (bwrap --die-with-parent)
 
 
