@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import csv
-import datetime
 import os
 import shutil
 import subprocess
@@ -187,42 +186,6 @@ def _spec_of(gb: Any, notebook: str) -> Any:
     return _SPECS[notebook]
 
 
-def tables(db_url: str) -> dict[str, list[tuple[Any, ...]]]:
-    """Every row nbgrader's autograde writes, by natural key (ids are random per database), sorted."""
-    from nbgrader.api import Gradebook
-    from sqlalchemy import text
-
-    queries = {
-        "submitted_assignment": "select st.id, sa.timestamp, sa.extension from submitted_assignment sa "
-                                "join student st on st.id = sa.student_id",
-        "submitted_notebook": "select sa.student_id, n.name, sn.flagged, sn.late_submission_penalty "
-                              "from submitted_notebook sn join submitted_assignment sa on sa.id = sn.assignment_id "
-                              "join notebook n on n.id = sn.notebook_id",
-        "grade": "select sa.student_id, n.name, c.name, g.auto_score, g.manual_score, g.extra_credit, "
-                 "g.needs_manual_grade from grade g join submitted_notebook sn on sn.id = g.notebook_id "
-                 "join submitted_assignment sa on sa.id = sn.assignment_id join notebook n on n.id = sn.notebook_id "
-                 "join base_cell c on c.id = g.cell_id",
-        "comment": "select sa.student_id, n.name, c.name, m.auto_comment, m.manual_comment from comment m "
-                   "join submitted_notebook sn on sn.id = m.notebook_id join submitted_assignment sa on sa.id = "
-                   "sn.assignment_id join notebook n on n.id = sn.notebook_id join base_cell c on c.id = m.cell_id",
-        "student": "select id, first_name, last_name, email, lms_user_id from student",
-    }
-    with Gradebook(db_url, COURSE_ID) as gb:
-        # as text: SQLite's booleans are 0/1 and its times text, PostgreSQL's True/False and datetimes
-        return {name: sorted(tuple(_text(x) for x in row) for row in gb.db.execute(text(q))) for name, q in queries.items()}
-
-
-def _text(value: Any) -> str:
-    """A column's value as text that is the same from SQLite and from PostgreSQL."""
-    if isinstance(value, bool):
-        return str(int(value))
-    if isinstance(value, datetime.datetime):
-        return value.strftime("%Y-%m-%d %H:%M:%S.%f")
-    if value is None:
-        return "NULL"
-    return value if isinstance(value, str) else repr(value)
-
-
 def export(db_url: str, cwd: Path, to: Path) -> list[dict[str, str]]:
     """`nbgrader export` of the gradebook, its rows sorted by student."""
     env = support.env()
@@ -259,7 +222,7 @@ def measure(kind: str, url: str, plain_url: str, base: Path, spec: Any, results:
     print(f"{kind}: the writer stored {len(rows)} notebooks in {seconds:.2f} s; now the plain store and the comparison",
           flush=True)
     store_plain(plain_url, results, release)
-    fast, plain = tables(url), tables(plain_url)
+    fast, plain = support.gradebook_tables(url, COURSE_ID), support.gradebook_tables(plain_url, COURSE_ID)
     same_cells = fast == plain and len(fast["grade"]) > 0
     for name in fast:
         if fast[name] != plain[name]:

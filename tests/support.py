@@ -7,12 +7,14 @@
 - A course run the way the README's instructor guide runs it, from a copy of the checkout: `make_checkout` gives a
   `Course` whose `nbgrader`, `grade`, `autograder` and `learner` methods run the real commands; `solve`,
   `gradebook_rows`.
+- `gradebook_tables`: every row nbgrader's autograde writes, by natural key, as text (SQLite and PostgreSQL alike).
 Used by tests/test_grade_*.py, tests/test_course_*.py, the browser tests and benchmarks/.
 """
 
 from __future__ import annotations
 
 import ast
+import datetime
 import itertools
 import os
 import re
@@ -22,6 +24,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import nbformat
 
@@ -415,3 +418,41 @@ def imported(path: Path, name: str) -> set[str]:
             found.add(base)
             found |= {f"{base}.{alias.name}" for alias in node.names}  # `from . import x`: x may be a module
     return {n for n in found if n.split(".")[0] == "autograder"}
+
+
+def gradebook_tables(db_url: str, course_id: str) -> dict[str, list[tuple[str, ...]]]:
+    """Every row nbgrader's autograde writes, by natural key (ids are random per database), sorted."""
+    from nbgrader.api import Gradebook
+    from sqlalchemy import text
+
+    queries = {
+        "submitted_assignment": "select st.id, sa.timestamp, sa.extension from submitted_assignment sa "
+                                "join student st on st.id = sa.student_id",
+        "submitted_notebook": "select sa.student_id, n.name, sn.flagged, sn.late_submission_penalty "
+                              "from submitted_notebook sn join submitted_assignment sa on sa.id = sn.assignment_id "
+                              "join notebook n on n.id = sn.notebook_id",
+        "grade": "select sa.student_id, n.name, c.name, g.auto_score, g.manual_score, g.extra_credit, "
+                 "g.needs_manual_grade from grade g join submitted_notebook sn on sn.id = g.notebook_id "
+                 "join submitted_assignment sa on sa.id = sn.assignment_id join notebook n on n.id = sn.notebook_id "
+                 "join base_cell c on c.id = g.cell_id",
+        "comment": "select sa.student_id, n.name, c.name, m.auto_comment, m.manual_comment from comment m "
+                   "join submitted_notebook sn on sn.id = m.notebook_id join submitted_assignment sa on sa.id = "
+                   "sn.assignment_id join notebook n on n.id = sn.notebook_id join base_cell c on c.id = m.cell_id",
+        "student": "select id, first_name, last_name, email, lms_user_id from student",
+    }
+    with Gradebook(db_url, course_id) as gb:
+        # as text: SQLite's booleans are 0/1 and its times text, PostgreSQL's True/False and datetimes
+        return {name: sorted(tuple(_text(x) for x in row) for row in gb.db.execute(text(q))) for name, q in queries.items()}
+
+
+def _text(value: Any) -> str:
+    """A column's value as text that is the same from SQLite and from PostgreSQL."""
+    if isinstance(value, bool):
+        return str(int(value))
+    if isinstance(value, datetime.timedelta):  # PostgreSQL's interval; SQLite keeps one as the epoch plus it
+        value = datetime.datetime(1970, 1, 1) + value
+    if isinstance(value, datetime.datetime):
+        return value.strftime("%Y-%m-%d %H:%M:%S.%f")
+    if value is None:
+        return "NULL"
+    return value if isinstance(value, str) else repr(value)
