@@ -324,6 +324,7 @@ def measure(kind: str, url: str, plain_url: str, base: Path, spec: Any, results:
             sample: list[str]) -> tuple[float, float, bool]:
     """Store and finish fast into `url`, the sample's students plain into `plain_url`; compare on the sample;
     (writer seconds, finish seconds, equal)."""
+    from autograder.grading.types import Code
     root = base / f"{kind}-fast"
     root.mkdir()
     seconds, rows = store_fast(url, root, spec, results)
@@ -351,6 +352,9 @@ def measure(kind: str, url: str, plain_url: str, base: Path, spec: Any, results:
     stored = sum(1 for r in rows if r.status.value == "graded") + sum(
         1 for r in rows if r.status.value == "not graded" and r.reasons and r.reasons[0].code.value != "cluster-lost")
     late = sum(1 for r in rows if r.late)
+    failed = [r for r in rows if r.has(Code.STEP_FAILED)]
+    if failed:
+        print(f"{kind}: the late step failed for {len(failed)} notebooks, e.g. {failed[0].reason}")
     sampled = sum(1 for r in results.values() if r.task.item.student in chosen)
     print(f"{kind}: {len(rows)} rows, {stored} notebooks stored, {files} autograded files, {late} late, "
           f"{len(fast['grade'])} grade rows compared on {len(sample)} of {len(students)} students (spread evenly, "
@@ -359,7 +363,7 @@ def measure(kind: str, url: str, plain_url: str, base: Path, spec: Any, results:
     print(f"{kind}: the late step {1000 * finished / len(rows):.2f} ms a notebook (bulk, other files included) vs "
           f"nbgrader's own {1000 * plain_finish / sampled:.2f} ms a notebook: "
           f"{plain_finish / sampled / (finished / len(rows)):.0f}x")
-    return seconds, finished, same_export and same_cells
+    return seconds, finished, same_export and same_cells and not failed
 
 
 def main() -> int:

@@ -19,7 +19,7 @@ from typing import Any
 import nbformat
 from nbgrader import utils as nbutils
 from nbgrader.api import Comment, Grade, Gradebook, MissingEntry, SubmittedAssignment, SubmittedNotebook, new_uuid
-from sqlalchemy import bindparam, event, insert, select, update
+from sqlalchemy import bindparam, event, func, insert, select, update
 from sqlalchemy.engine import Engine
 
 from .source import GradingError
@@ -184,7 +184,8 @@ class BulkGradebook:
     The columns are those nbgrader's ORM writes: a new submission mirrors the whole assignment as `add_submission`
     does (a submitted notebook per notebook, a grade per grade and task cell, a comment per solution and task cell,
     every value as its ORM defaults leave it), then each notebook's grades and comments are set as `SaveAutoGrades`
-    sets them. Nothing is committed but by `commit`.
+    sets them; after grading, submission times and late penalties as `Autograde.init_assignment` and
+    `AssignLatePenalties` set them (`late.LatePenalties` decides them). Nothing is committed but by `commit`.
     """
 
     def __init__(self, gb: Gradebook, assignment: str) -> None:
@@ -313,11 +314,17 @@ class BulkGradebook:
         by_sub = {f.id: f for f in found.values()}
         names = {nb_id: name for name, (nb_id, _, _) in self.layout.items()}
         if by_sub:
-            for sn_id, sub_id, nb_id, score in db.execute(
-                    select(SubmittedNotebook.id, SubmittedNotebook.assignment_id, SubmittedNotebook.notebook_id,
-                           SubmittedNotebook.score).where(SubmittedNotebook.assignment_id.in_(by_sub))):
+            notebooks = list(db.execute(select(_NOTEBOOKS.c.id, _NOTEBOOKS.c.assignment_id, _NOTEBOOKS.c.notebook_id)
+                                        .where(_NOTEBOOKS.c.assignment_id.in_(by_sub))))
+            # SubmittedNotebook.score (the sum of each grade's Grade.score, 0.0 without grades), in one grouped query
+            # instead of its correlated subquery per notebook
+            scores = {sn_id: score for sn_id, score in db.execute(
+                select(Grade.notebook_id, func.sum(Grade.score))
+                .where(Grade.notebook_id.in_([n for n, _, _ in notebooks])).group_by(Grade.notebook_id))}
+            for sn_id, sub_id, nb_id in notebooks:
                 if nb_id in names:
-                    by_sub[sub_id].notebooks[names[nb_id]] = (sn_id, score)
+                    score = scores.get(sn_id)
+                    by_sub[sub_id].notebooks[names[nb_id]] = (sn_id, 0.0 if score is None else score)
         return found
 
     def file_late(self, times: dict[str, datetime.datetime], penalties: dict[str, float | None], flagged: list[str]) -> None:
