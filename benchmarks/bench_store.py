@@ -384,6 +384,8 @@ def main() -> int:
         parser.error("--notebooks must be at least 1")
     if args.compare < 2:
         parser.error("--compare must be at least 2")
+    # nbgrader's Gradebook runs `alembic` from PATH: this venv's, when run as `.venv/bin/python benchmarks/bench_store.py`
+    os.environ["PATH"] = support.BIN + os.pathsep + os.environ.get("PATH", "")
     with tempfile.TemporaryDirectory(prefix="bench-store-") as tmp:
         base = Path(tmp)
         try:
