@@ -17,6 +17,16 @@ def graded(tmp_path_factory: pytest.TempPathFactory):
     return grade_workbook_course(tmp_path_factory.mktemp("workbook-course"))
 
 
+@pytest.fixture(scope="module")
+def course(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
+    """The requesting module's course, its `COURSE` (a support.CoursePlan): checked out, submitted and graded once."""
+    plan = getattr(request.module, "COURSE", None)
+    if plan is None:
+        pytest.fail(f"{request.module.__name__} uses the `course` fixture but declares no COURSE = support.CoursePlan(...)",
+                    pytrace=False)
+    return plan.build(tmp_path_factory.mktemp(request.module.__name__.removeprefix("test_")))
+
+
 @pytest.fixture
 def engine_path():
     """Path of a test engine by module name (tests/engines/NAME.py)."""

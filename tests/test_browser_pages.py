@@ -6,7 +6,6 @@ text, the page reports no console error, and a screenshot is kept in test-artifa
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -23,26 +22,14 @@ STUDENTS = {"ada": ("Lovelace", "Ada"), "bob": ("Builder", "Bob")}
 SENTENCE = " ".join(hint("add.wrong_op").split("{")[0].split()[:5])
 
 
-@pytest.fixture(scope="module")
-def course(tmp_path_factory: pytest.TempPathFactory):
-    """Notebook 02 released, ada's solved and bob's mistaken submission graded, feedback generated."""
-    from nbgrader.api import Gradebook
+def _feedback(c: support.Course) -> None:
+    done = c.nbgrader("generate_feedback", support.WORKBOOK, "--force")
+    c.outputs["feedback"] = done.stdout + done.stderr
 
-    c = support.make_checkout(tmp_path_factory.mktemp("pages"), [f"{NOTEBOOK}.ipynb"])
-    c.nbgrader("generate_assignment", support.WORKBOOK, "--force")
-    with Gradebook(f"sqlite:///{c.root}/gradebook.db") as gb:
-        for sid, (last, first) in STUDENTS.items():
-            gb.update_or_create_student(sid, last_name=last, first_name=first)
-    for student in STUDENTS:
-        folder = c.root / "submitted" / student / support.WORKBOOK
-        folder.mkdir(parents=True)
-        shutil.copy(c.repo / "notebooks" / support.WORKBOOK / f"{NOTEBOOK}.ipynb", folder)
-        support.solve(folder, MISTAKE if student == "bob" else None)
-        (folder / "timestamp.txt").write_text("2025-01-15 10:00:00.000000 UTC")
-    c.grade()
-    feedback = c.nbgrader("generate_feedback", support.WORKBOOK, "--force")
-    c.feedback_log = feedback.stdout + feedback.stderr  # type: ignore[attr-defined]
-    return c
+
+# Notebook 02 released, ada's solved and bob's mistaken submission graded, feedback generated (conftest's `course`).
+COURSE = support.CoursePlan([f"{NOTEBOOK}.ipynb"], [support.Learner(sid, name=names, mistakes=MISTAKE if sid == "bob" else None)
+                                                   for sid, names in STUDENTS.items()], after_grading=_feedback)
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +56,7 @@ def test_feedback_shows_the_mistake_as_text_with_alternative_text_on_every_image
     from playwright.sync_api import expect
 
     pg, console = page
-    assert "Alternative text is missing" not in course.feedback_log
+    assert "Alternative text is missing" not in course.outputs["feedback"]
     for student, marks in (("ada", ("✓",)), ("bob", ("✓", "✗", SENTENCE))):
         html = course.root / "feedback" / student / support.WORKBOOK / f"{NOTEBOOK}.html"
         pg.goto(html.as_uri())

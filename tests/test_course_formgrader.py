@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import re
 import secrets
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -26,31 +25,16 @@ STUDENTS = {"ada": ("Lovelace", "Ada"), "eve": ("Mallory", "Eve")}  # eve edits 
 HIDDEN = ("BEGIN HIDDEN TESTS", "hidden=True")
 
 
-def _submit(c: support.Course, student: str) -> None:
-    folder = c.root / "submitted" / student / support.WORKBOOK
-    folder.mkdir(parents=True)
-    shutil.copy(c.repo / "notebooks" / support.WORKBOOK / f"{NOTEBOOK}.ipynb", folder)
-    support.solve(folder)
-    if student == "eve":
-        nb = nbformat.read(folder / f"{NOTEBOOK}.ipynb", as_version=4)
-        cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade") and c.metadata["nbgrader"].get("locked"))
-        cell.source = "pass  # no test here\n"
-        nbformat.write(nb, folder / f"{NOTEBOOK}.ipynb")
-    (folder / "timestamp.txt").write_text("2025-01-15 10:00:00.000000 UTC")
+def _edit_a_locked_test_cell(folder: Path) -> None:
+    nb = nbformat.read(folder / f"{NOTEBOOK}.ipynb", as_version=4)
+    cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade") and c.metadata["nbgrader"].get("locked"))
+    cell.source = "pass  # no test here\n"
+    nbformat.write(nb, folder / f"{NOTEBOOK}.ipynb")
 
 
-@pytest.fixture(scope="module")
-def course(tmp_path_factory):
-    """One workbook notebook, two students with names, graded by this grader."""
-    c = support.make_checkout(tmp_path_factory.mktemp("formgrader"), [f"{NOTEBOOK}.ipynb"])
-    c.nbgrader("generate_assignment", support.WORKBOOK, "--force")
-    with Gradebook(f"sqlite:///{c.root}/gradebook.db") as gb:
-        for sid, (last, first) in STUDENTS.items():
-            gb.update_or_create_student(sid, last_name=last, first_name=first)
-    for s in STUDENTS:
-        _submit(c, s)
-    c.grade()
-    return c
+# One workbook notebook, two students with names, graded by this grader (conftest's `course`).
+COURSE = support.CoursePlan([f"{NOTEBOOK}.ipynb"], [
+    support.Learner(sid, name=names, edit=_edit_a_locked_test_cell if sid == "eve" else None) for sid, names in STUDENTS.items()])
 
 
 def _autograded(c: support.Course, student: str) -> str:

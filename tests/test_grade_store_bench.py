@@ -1,5 +1,5 @@
-"""benchmarks/bench_store.py, run small: the writer's output equals a plain per-notebook store, and the figure is
-printed in the form the README quotes."""
+"""benchmarks/bench_store.py, run small: the writer's and the late step's output equals a plain per-notebook store
+followed by nbgrader's own late step, and the figures are printed in the form the README quotes."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 LINE = re.compile(r"^store: 50 notebooks in \d+\.\d\d s: \d+ notebooks/s \((sqlite|postgresql)\)$")
+FINISH = re.compile(r"^finish: 50 notebooks in \d+\.\d\d s: \d+ notebooks/s \((sqlite|postgresql)\)$")
 
 
 @pytest.mark.slow  # grades 18 real workbook notebooks in the sandbox first, then stores and exports four times
@@ -24,7 +25,9 @@ def test_bench_store_stores_what_a_plain_per_notebook_store_stores_and_prints_it
     kinds = ["sqlite"] + ([] if postgres_server.unavailable_reason() else ["postgresql"])
     last = lines[-len(kinds):]
     assert [LINE.match(ln).group(1) if LINE.match(ln) else ln for ln in last] == kinds
+    assert [m.group(1) for m in map(FINISH.match, lines) if m] == kinds
     for kind in kinds:
         summary = next(ln for ln in lines if ln.startswith(f"{kind}: 50 rows"))
-        assert "export equal to a plain per-notebook store: True" in summary
+        assert "compared on 9 of 9 students" in summary and ", 18 late," in summary  # every student, some late
+        assert "export equal to a plain per-notebook store and nbgrader's own late step: True" in summary
         assert "every gradebook row equal, cell by cell: True" in summary

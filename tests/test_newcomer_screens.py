@@ -29,33 +29,26 @@ DUE = "2025-01-15 12:00:00 UTC"
 ADD_MISTAKE = ("ex_03_add", "self.grad += out.grad", "self.grad = out.grad")
 
 
-def _submit(c: support.Course, student: str, when: str, solve: bool, mistake: bool) -> None:
-    folder = c.root / "submitted" / student / support.WORKBOOK
-    shutil.copytree(c.repo / "notebooks" / support.WORKBOOK, folder)
-    if solve:
-        support.solve(folder, {"03_backward.ipynb": ADD_MISTAKE} if mistake else None)
-    (folder / "timestamp.txt").write_text(when)
+def _extension(c: support.Course) -> None:
+    c.outputs["extension"] = c.autograder("extension", support.WORKBOOK, "cy", "--days", "2").stdout
 
 
-@pytest.fixture(scope="module")
-def course(tmp_path_factory: pytest.TempPathFactory) -> dict:
-    base = tmp_path_factory.mktemp("screens")
-    c = support.make_checkout(base, NOTEBOOKS)
-    c.nbgrader("generate_assignment", support.WORKBOOK, "--force")
-    c.nbgrader("db", "assignment", "add", support.WORKBOOK, f"--duedate={DUE}")
-    _submit(c, "ada", "2025-01-17 12:30:00.000000 UTC", solve=True, mistake=True)  # 2 d 30 min late
-    _submit(c, "bob", "2025-01-15 11:00:00.000000 UTC", solve=False, mistake=False)
-    _submit(c, "cy", "2025-01-16 12:00:00.000000 UTC", solve=True, mistake=False)  # within its extension
-    extension = c.autograder("extension", support.WORKBOOK, "cy", "--days", "2")
-    graded = c.grade("--csv")
-    _submit(c, "dee", "2025-01-15 11:00:00.000000 UTC", solve=True, mistake=True)
+def _dee_by_plain_nbgrader_then_feedback(c: support.Course) -> None:
+    support.Learner("dee", "2025-01-15 11:00:00.000000 UTC", mistakes={"03_backward.ipynb": ADD_MISTAKE}).submit(c)
     c.nbgrader("autograde", support.WORKBOOK, "--student=dee")  # plain nbgrader, as the formgrader's button runs it
     c.nbgrader("generate_feedback", support.WORKBOOK)
-    return {"c": c, "extension": extension.stdout, "graded": graded.stdout}
 
 
-def feedback(course: dict, student: str, notebook: str) -> str:
-    return (course["c"].root / "feedback" / student / support.WORKBOOK / f"{notebook}.html").read_text()
+# conftest's `course`: ada 2 d 30 min late with a mistake, bob untouched, cy within its extension; dee after grading
+COURSE = support.CoursePlan(NOTEBOOKS, [
+    support.Learner("ada", "2025-01-17 12:30:00.000000 UTC", mistakes={"03_backward.ipynb": ADD_MISTAKE}),
+    support.Learner("bob", "2025-01-15 11:00:00.000000 UTC", solve=False),
+    support.Learner("cy", "2025-01-16 12:00:00.000000 UTC"),
+], due=DUE, before_grading=_extension, grade=("--csv",), after_grading=_dee_by_plain_nbgrader_then_feedback)
+
+
+def feedback(course: support.Course, student: str, notebook: str) -> str:
+    return (course.root / "feedback" / student / support.WORKBOOK / f"{notebook}.html").read_text()
 
 
 # ---------------------------------------------------------------- the instructor's command lines
@@ -63,13 +56,13 @@ def feedback(course: dict, student: str, notebook: str) -> str:
 
 @pytest.mark.slow
 def test_extension_prints_the_new_deadline(course):
-    assert course["extension"].strip() == (
+    assert course.outputs["extension"].strip() == (
         "cy: workbook now due 2025-01-17 12:00 UTC (2 days after the due date, 2025-01-15 12:00 UTC)")
 
 
 @pytest.mark.slow
 def test_grade_names_how_late_with_penalty_none_and_the_files_it_wrote(course):
-    c, out = course["c"], course["graded"]
+    c, out = course, course.outputs["grade"]
     ada = [ln for ln in out.splitlines() if ln.startswith("ada ")]
     assert ada and all("late by 2 d: no penalty" in ln for ln in ada), out
     assert not any("late" in ln for ln in out.splitlines() if ln.startswith(("bob ", "cy ")))
@@ -83,7 +76,7 @@ def test_grade_names_how_late_with_penalty_none_and_the_files_it_wrote(course):
 
 @pytest.mark.slow
 def test_the_report_shows_lateness_and_marks_the_untouched_submission(course):
-    page = (course["c"].root / "reports" / f"{support.WORKBOOK}.html").read_text()
+    page = (course.root / "reports" / f"{support.WORKBOOK}.html").read_text()
     students = page[page.index("<table id='students'>"):]
     row = {s: students[students.index(f"<td>{s}</td>"):].split("</tr>")[0] for s in ("ada", "bob", "cy")}
     assert "late by 2 d" in row["ada"] and "on time" in row["cy"] and "on time" in row["bob"]
@@ -181,7 +174,7 @@ def _chromium():
 @pytest.mark.browser
 @pytest.mark.slow
 def test_feedback_and_report_in_chromium(course):
-    c = course["c"]
+    c = course
     shutil.rmtree(ARTIFACTS, ignore_errors=True)
     ARTIFACTS.mkdir(parents=True)
     with _chromium() as p:

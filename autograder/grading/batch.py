@@ -32,7 +32,7 @@ from .late import LatePenalties
 from .other_files import copy_other_files
 from .pipeline import Clock, Shared
 from .source import AssignmentSpec, GradingError, load_assignment
-from .store import atomic_write, course_lock, course_secret, csv_text, register_students, valid_text
+from .store import BulkGradebook, atomic_write, course_lock, course_secret, csv_text, register_students, valid_text
 from .submission import Refused, Submission
 from .types import GRADER_VERSION, Code, Item, Row, Status, Task
 from .writer import Paths, Writer
@@ -40,6 +40,8 @@ from .writer import Paths, Writer
 __all__ = ["GRADER_VERSION", "Course", "Item", "Options", "Row", "Status", "run", "summary", "write_csv"]
 
 EDITED_STATE = "its resume record was edited outside the grader: ignored, regraded"
+LATE_STEP = "its submission time and late penalty"
+FINISH_STUDENTS = 500  # students a transaction in `finish`: a few thousand rows, so no other program waits long
 UNNAMED = "the submission folder's name is not UTF-8 text (or holds a control character): not graded; rename the folder"
 
 
@@ -208,31 +210,51 @@ def validate(row: Row) -> None:
 
 
 def finish(course: Course, assignment: str, rows: list[Row]) -> None:
-    """The steps after grading, one submission at a time: its time and late penalties (`late`), then its other files
-    into autograded/ (`other_files`). A step that fails for one submission says why in that submission's rows; every
-    other submission is penalised and copied as usual."""
+    """The steps after grading: each submission's time and late penalties (`late`), `FINISH_STUDENTS` students a
+    transaction of bulk statements, then its other files into autograded/ (`other_files`). A step that fails for one
+    submission says why in that submission's rows (its gradebook changes are not kept); every other submission is
+    penalised and copied as usual."""
     by_student: dict[str, list[Row]] = {}
     for row in rows:
         by_student.setdefault(row.student, []).append(row)
     penalties = LatePenalties(course.coursedir)
+    students = list(by_student)
     with Gradebook(course.coursedir.db_url, course.coursedir.course_id) as gb:
-        for student, its_rows in by_student.items():
-            submission = Submission.scan(course.submitted(student, assignment))
-            _per_submission(gb, its_rows, "its submission time and late penalty", penalties.apply, gb, assignment,
-                            submission, its_rows)
-            _per_submission(gb, its_rows, "copying its other files into autograded/", copy_other_files, course.coursedir,
-                            assignment, student, submission)
+        bulk = BulkGradebook(gb, assignment)
+        for start in range(0, len(students), FINISH_STUDENTS):
+            work = [(Submission.scan(course.submitted(s, assignment)), by_student[s])
+                    for s in students[start:start + FINISH_STUDENTS]]
+            try:
+                _file_late(bulk, penalties, work)
+            except Exception:  # the chunk's transaction failed: each submission alone, so only the one at fault says so
+                bulk.rollback()
+                for one in work:
+                    try:
+                        _file_late(bulk, penalties, [one])
+                    except Exception as exc:
+                        bulk.rollback()
+                        _step_failed(one[1], LATE_STEP, exc)
+            for submission, its_rows in work:
+                try:
+                    copy_other_files(course.coursedir, assignment, its_rows[0].student, submission)
+                except Exception as exc:
+                    _step_failed(its_rows, "copying its other files into autograded/", exc)
 
 
-def _per_submission(gb: Gradebook, rows: list[Row], what: str, step: Any, *args: Any) -> None:
-    """Run one submission's step; if it fails, its rows say why (its gradebook changes are rolled back), and only they."""
-    try:
-        step(*args)
-    except Exception as exc:
-        gb.db.rollback()
-        why = f"{what} failed ({type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''})"
-        for row in rows:
-            row.add(Code.STEP_FAILED, why)
+def _file_late(bulk: BulkGradebook, penalties: LatePenalties, work: list[tuple[Submission, list[Row]]]) -> None:
+    filings, failed = penalties.apply(bulk, work)
+    bulk.commit()
+    for filing in filings:
+        filing.note()
+    for _, its_rows in work:
+        if its_rows[0].student in failed:
+            _step_failed(its_rows, LATE_STEP, failed[its_rows[0].student])
+
+
+def _step_failed(rows: list[Row], what: str, exc: BaseException) -> None:
+    why = f"{what} failed ({type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''})"
+    for row in rows:
+        row.add(Code.STEP_FAILED, why)
 
 
 def write_outputs(course: Course, options: Options, rows: list[Row]) -> None:

@@ -4,22 +4,27 @@ nbgrader reads `timestamp.txt` of each submission into the gradebook's submissio
 `AssignLatePenalties` preprocessor asks the configured plugin (`AssignLatePenalties.plugin_class`, by default
 `LateSubmissionPlugin` with its `penalty_method`) for each submitted notebook's penalty, clamped to [0, score].
 Here the same classes are built from the same config, and applied after grading to every notebook of the batch, the
-skipped ones included (so that a due date, an extension or a plugin set after grading takes effect on re-run), one
-student at a time: a student whose step fails says why in that student's rows, and the others go on.
+skipped ones included (so that a due date, an extension or a plugin set after grading takes effect on re-run), many
+students a transaction through `store.BulkGradebook` (two queries and a few bulk UPDATEs, not nbgrader's ORM one
+notebook at a time): a student whose step fails says why in that student's rows, and the others go on. Filing is
+idempotent (each value is set from the inputs, never adjusted), so a run killed part-way and run again leaves the
+gradebook a run never killed leaves.
 """
 
 from __future__ import annotations
 
 import datetime
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, Protocol
 
 from nbgrader import utils as nbutils
-from nbgrader.api import Gradebook, MissingEntry, Notebook, SubmittedNotebook
+from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.coursedir import CourseDirectory
 
+from .store import BulkGradebook, Filed
 from .submission import Submission, Unreadable
 from .types import Code
 
@@ -84,40 +89,78 @@ def _unreadable(why: str) -> str:
     return f"submission time unreadable ({why}): graded as submitted on time, as with no timestamp.txt; check when it came in"
 
 
+@dataclass
+class Filing:
+    """What the late-penalty step files for one student: the submission time, each notebook's penalty and Flagged?
+    box, and the notes for the student's rows (made once the transaction holding them is committed)."""
+
+    student: str
+    times: dict[str, datetime.datetime] = field(default_factory=dict)  # submission id -> time
+    penalties: dict[str, float | None] = field(default_factory=dict)  # submitted notebook id -> penalty
+    flagged: list[str] = field(default_factory=list)  # submitted notebook ids
+    notes: list[tuple[_Row, str, str]] = field(default_factory=list)  # (row, how late, reason)
+
+    def note(self) -> None:
+        """Tell the rows how late, and the penalty."""
+        for row, late, text in self.notes:
+            row.late = late
+            row.add(Code.LATE, text)
+
+
 class LatePenalties:
-    """nbgrader's late-submission step for one student at a time, with the plugin the course's config names."""
+    """nbgrader's late-submission step, with the plugin the course's config names, for many students at once."""
 
     def __init__(self, coursedir: CourseDirectory) -> None:
         self.coursedir = coursedir
         self.penalties: Any = None  # made at the first late notebook: nbgrader.preprocessors loads nbconvert (~0.6 s)
 
-    def apply(self, gb: Gradebook, assignment: str, submission: Submission, rows: list[_Row]) -> None:
-        """Record one student's submission time and each notebook's late penalty as nbgrader does (committed); note
-        them in the rows, and flag every row when the time cannot be read."""
-        student = rows[0].student
-        if not submission.folder.is_dir() and not submission.problem:
-            return  # nbgrader autograde has nothing to grade, so it records nothing either
-        time = submission_time(submission)
-        if time.problem:
+    def apply(self, bulk: BulkGradebook, work: list[tuple[Submission, list[_Row]]]) -> tuple[list[Filing], dict[str, Exception]]:
+        """Each student's submission time and each of their notebooks' late penalty, written as nbgrader's
+        `AssignLatePenalties` would leave them, as a few bulk statements in the open transaction (not committed);
+        every row is flagged when its time cannot be read. Returns what was filed (`Filing.note` it once committed)
+        and the students whose step failed (nothing of theirs is filed)."""
+        times: dict[str, SubmissionTime] = {}
+        for submission, rows in work:
+            if not submission.folder.is_dir() and not submission.problem:
+                continue  # nbgrader autograde has nothing to grade, so it records nothing either
+            time = times[rows[0].student] = submission_time(submission)
             for row in rows:
-                row.flags.append(time.problem)
-        if time.when:  # as Autograde.init_assignment: keep the submission row's time in step with timestamp.txt
-            gb.update_or_create_submission(assignment, student, timestamp=time.when)
-        try:
-            found = gb.find_submission(assignment, student)
-        except MissingEntry:
-            return
-        notebooks = dict(gb.db.query(Notebook.name, SubmittedNotebook).join(SubmittedNotebook.notebook)
-                         .filter(SubmittedNotebook.assignment_id == found.id))
-        late = found.total_seconds_late
+                if time.problem and time.problem not in row.flags:
+                    row.flags.append(time.problem)
+        # as Autograde.init_assignment: the submission row's time in step with timestamp.txt (made if need be)
+        filed = bulk.submissions_as_filed(list(times), {s: t.when for s, t in times.items() if t.when})
+        filings, failed = [], {}
+        for submission, rows in work:
+            student = rows[0].student
+            if student not in times or student not in filed:
+                continue
+            try:
+                filings.append(self._file(filed[student], times[student], bulk.duedate, submission, rows))
+            except Exception as exc:  # the course's plugin, say: that student says why, the others are filed
+                failed[student] = exc
+        bulk.file_late({k: v for f in filings for k, v in f.times.items()},
+                       {k: v for f in filings for k, v in f.penalties.items()},
+                       [k for f in filings for k in f.flagged])
+        return filings, failed
+
+    def _file(self, filed: Filed, time: SubmissionTime, duedate: datetime.datetime | None, submission: Submission,
+              rows: list[_Row]) -> Filing:
+        filing = Filing(rows[0].student)
+        timestamp = filed.timestamp
+        if time.when:
+            timestamp = filing.times[filed.id] = time.when
+        # SubmittedAssignment.total_seconds_late, on the time just filed
+        if duedate is not None and filed.extension is not None:
+            duedate = duedate + filed.extension
+        late = 0.0 if timestamp is None or duedate is None else max(0.0, (timestamp - duedate).total_seconds())
         for row in rows:
             rel = f"{row.notebook}.ipynb"
-            notebook = notebooks.get(row.notebook)
-            if notebook is None or (rel not in submission.files and rel not in submission.refused):
+            if row.notebook not in filed.notebooks or (rel not in submission.files and rel not in submission.refused):
                 continue  # nbgrader runs no preprocessor, AssignLatePenalties included, on a notebook not submitted
+            sn_id, score = filed.notebooks[row.notebook]
             if time.problem:
-                notebook.flagged = True  # the formgrader's Flagged? box
-            notebook.late_submission_penalty = None
+                filing.flagged.append(sn_id)  # the formgrader's Flagged? box
+            penalty = None
             if late > 0:
                 if self.penalties is None:
                     from nbgrader.preprocessors import AssignLatePenalties
@@ -125,16 +168,15 @@ class LatePenalties:
                     penalties = AssignLatePenalties(config=self.coursedir.config)  # the config nbgrader's own run reads
                     penalties.init_plugin()
                     self.penalties = penalties
-                penalty = self.penalties.plugin_inst.late_submission_penalty(row.student, notebook.score, late)
+                penalty = self.penalties.plugin_inst.late_submission_penalty(row.student, score, late)
                 if penalty is not None:
                     # nbgrader's own clamp to [0, score], so a plugin's odd value lands exactly where nbgrader puts it
-                    notebook.late_submission_penalty = self.penalties._check_late_penalty(notebook, penalty)
+                    penalty = self.penalties._check_late_penalty(SimpleNamespace(score=score), penalty)
                 # how late is named whatever the penalty method: with `none` the instructor still needs to know
-                row.late = _late_by(late)
-                what = ("no penalty" if notebook.late_submission_penalty is None
-                        else f"penalty {notebook.late_submission_penalty:g}")
-                row.add(Code.LATE, f"late by {_late_by(late)}: {what}")
-        gb.db.commit()
+                what = "no penalty" if penalty is None else f"penalty {penalty:g}"
+                filing.notes.append((row, _late_by(late), f"late by {_late_by(late)}: {what}"))
+            filing.penalties[sn_id] = penalty
+        return filing
 
 
 def grant_extension(coursedir: CourseDirectory, assignment: str, student: str, extension: datetime.timedelta) -> None:

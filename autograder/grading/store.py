@@ -4,6 +4,7 @@ secret and the course lock."""
 from __future__ import annotations
 
 import contextlib
+import datetime
 import fcntl
 import hashlib
 import os
@@ -18,7 +19,7 @@ from typing import Any
 import nbformat
 from nbgrader import utils as nbutils
 from nbgrader.api import Comment, Grade, Gradebook, MissingEntry, SubmittedAssignment, SubmittedNotebook, new_uuid
-from sqlalchemy import bindparam, event, insert, select, update
+from sqlalchemy import bindparam, event, func, insert, select, update
 from sqlalchemy.engine import Engine
 
 from .source import GradingError
@@ -166,6 +167,16 @@ class Entry:
     flagged: bool | None  # None leaves the formgrader's Flagged? box as it is (`formgrader.flag_box`)
 
 
+@dataclass
+class Filed:
+    """One student's submission as the gradebook holds it: what nbgrader's late-penalty step reads."""
+
+    id: str
+    timestamp: datetime.datetime | None
+    extension: datetime.timedelta | None
+    notebooks: dict[str, tuple[str, float]]  # notebook name -> (submitted notebook id, its score)
+
+
 class BulkGradebook:
     """The rows `nbgrader autograde` writes (student's submission, its notebooks, auto scores and comments), for many
     notebooks in one transaction, as a few bulk statements.
@@ -173,13 +184,15 @@ class BulkGradebook:
     The columns are those nbgrader's ORM writes: a new submission mirrors the whole assignment as `add_submission`
     does (a submitted notebook per notebook, a grade per grade and task cell, a comment per solution and task cell,
     every value as its ORM defaults leave it), then each notebook's grades and comments are set as `SaveAutoGrades`
-    sets them. Nothing is committed but by `commit`.
+    sets them; after grading, submission times and late penalties as `Autograde.init_assignment` and
+    `AssignLatePenalties` set them (`late.LatePenalties` decides them). Nothing is committed but by `commit`.
     """
 
     def __init__(self, gb: Gradebook, assignment: str) -> None:
         self.gb = gb
         found = gb.find_assignment(assignment)
         self.assignment_id = found.id
+        self.duedate: datetime.datetime | None = found.duedate
         # name -> (notebook id, grade row cells, comment row cells), as add_submission walks them
         self.layout: dict[str, tuple[str, list[str], list[str]]] = {}
         self.cell_names: dict[str, str] = {}
@@ -200,38 +213,7 @@ class BulkGradebook:
             for student, sub_id in db.execute(select(_SUBS.c.student_id, _SUBS.c.id).where(
                     _SUBS.c.assignment_id == self.assignment_id, _SUBS.c.student_id.in_(wanted))):
                 self.submissions[student] = sub_id
-        fresh = sorted(wanted - self.submissions.keys())
-        cells: dict[tuple[str, str], dict[str, tuple[str, float | None]]] = {}  # (student, nb) -> cell -> (row, manual)
-        comments: dict[tuple[str, str], dict[str, str]] = {}
-        notebook_ids: dict[tuple[str, str], str] = {}
-        if fresh:
-            subs, nbs, grades, comms = [], [], [], []
-            for student in fresh:
-                sub_id = self._new[student] = new_uuid()
-                subs.append({"id": sub_id, "assignment_id": self.assignment_id, "student_id": student,
-                             "timestamp": None, "extension": None})
-                for name, (nb_id, grade_cells, comment_cells) in self.layout.items():
-                    sn_id = notebook_ids[(student, name)] = new_uuid()
-                    nbs.append({"id": sn_id, "assignment_id": sub_id, "notebook_id": nb_id, "flagged": False,
-                                "late_submission_penalty": None})
-                    cells[(student, name)] = {}
-                    for cell in grade_cells:
-                        row = new_uuid()
-                        cells[(student, name)][self.cell_names[cell]] = (row, None)
-                        grades.append({"id": row, "notebook_id": sn_id, "cell_id": cell, "auto_score": None,
-                                       "manual_score": None, "extra_credit": None, "needs_manual_grade": True})
-                    comments[(student, name)] = {}
-                    for cell in comment_cells:
-                        row = new_uuid()
-                        comments[(student, name)][self.cell_names[cell]] = row
-                        comms.append({"id": row, "notebook_id": sn_id, "cell_id": cell, "auto_comment": None,
-                                      "manual_comment": None})
-            db.execute(insert(_SUBS), subs)
-            db.execute(insert(_NOTEBOOKS), nbs)
-            if grades:
-                db.execute(insert(_GRADES), grades)
-            if comms:
-                db.execute(insert(_COMMENTS), comms)
+        cells, comments, notebook_ids = self._mirror({s: None for s in sorted(wanted - self.submissions.keys())})
         old = {(e.student, e.notebook) for e in entries} - cells.keys()
         if old:  # submissions already in the gradebook: their rows' ids, in one query per table
             subs_of = {self.submissions.get(s) or self._new[s]: s for s, _ in old}
@@ -275,6 +257,88 @@ class BulkGradebook:
         if flags:
             db.execute(_UPDATE_FLAG, flags)
 
+    def _mirror(self, fresh: dict[str, Any]) -> tuple[dict[tuple[str, str], dict[str, tuple[str, float | None]]],
+                                                    dict[tuple[str, str], dict[str, str]], dict[tuple[str, str], str]]:
+        """New submissions (student -> its time, or None) that mirror the whole assignment, as `add_submission`
+        makes them, in the open transaction; their grade rows, comment rows and submitted notebooks, by (student,
+        notebook)."""
+        db = self.gb.db
+        cells: dict[tuple[str, str], dict[str, tuple[str, float | None]]] = {}  # (student, nb) -> cell -> (row, manual)
+        comments: dict[tuple[str, str], dict[str, str]] = {}
+        notebook_ids: dict[tuple[str, str], str] = {}
+        if not fresh:
+            return cells, comments, notebook_ids
+        subs, nbs, grades, comms = [], [], [], []
+        for student, timestamp in fresh.items():
+            sub_id = self._new[student] = new_uuid()
+            subs.append({"id": sub_id, "assignment_id": self.assignment_id, "student_id": student,
+                         "timestamp": timestamp, "extension": None})
+            for name, (nb_id, grade_cells, comment_cells) in self.layout.items():
+                sn_id = notebook_ids[(student, name)] = new_uuid()
+                nbs.append({"id": sn_id, "assignment_id": sub_id, "notebook_id": nb_id, "flagged": False,
+                            "late_submission_penalty": None})
+                cells[(student, name)] = {}
+                for cell in grade_cells:
+                    row = new_uuid()
+                    cells[(student, name)][self.cell_names[cell]] = (row, None)
+                    grades.append({"id": row, "notebook_id": sn_id, "cell_id": cell, "auto_score": None,
+                                   "manual_score": None, "extra_credit": None, "needs_manual_grade": True})
+                comments[(student, name)] = {}
+                for cell in comment_cells:
+                    row = new_uuid()
+                    comments[(student, name)][self.cell_names[cell]] = row
+                    comms.append({"id": row, "notebook_id": sn_id, "cell_id": cell, "auto_comment": None,
+                                  "manual_comment": None})
+        db.execute(insert(_SUBS), subs)
+        db.execute(insert(_NOTEBOOKS), nbs)
+        if grades:
+            db.execute(insert(_GRADES), grades)
+        if comms:
+            db.execute(insert(_COMMENTS), comms)
+        return cells, comments, notebook_ids
+
+    def submissions_as_filed(self, students: list[str], create: dict[str, datetime.datetime]) -> dict[str, Filed]:
+        """The students' submissions as nbgrader's late-penalty step reads them, in two queries; a student in `create`
+        without one gets one first, with that time, as `update_or_create_submission` makes it (in the open
+        transaction). Each notebook's score is nbgrader's own `SubmittedNotebook.score`, summed by the database."""
+        db = self.gb.db
+        found: dict[str, Filed] = {}
+        for sub_id, student, timestamp, extension in db.execute(
+                select(_SUBS.c.id, _SUBS.c.student_id, _SUBS.c.timestamp, _SUBS.c.extension)
+                .where(_SUBS.c.assignment_id == self.assignment_id, _SUBS.c.student_id.in_(students))):
+            found[student] = Filed(sub_id, timestamp, extension, {})
+        fresh = {s: t for s, t in create.items() if s not in found}
+        self._mirror(fresh)
+        for student, timestamp in fresh.items():
+            found[student] = Filed(self._new[student], timestamp, None, {})
+        by_sub = {f.id: f for f in found.values()}
+        names = {nb_id: name for name, (nb_id, _, _) in self.layout.items()}
+        if by_sub:
+            notebooks = list(db.execute(select(_NOTEBOOKS.c.id, _NOTEBOOKS.c.assignment_id, _NOTEBOOKS.c.notebook_id)
+                                        .where(_NOTEBOOKS.c.assignment_id.in_(by_sub))))
+            # SubmittedNotebook.score (the sum of each grade's Grade.score, 0.0 without grades), in one grouped query
+            # instead of its correlated subquery per notebook
+            scores = {sn_id: score for sn_id, score in db.execute(
+                select(Grade.notebook_id, func.sum(Grade.score))
+                .where(Grade.notebook_id.in_([n for n, _, _ in notebooks])).group_by(Grade.notebook_id))}
+            for sn_id, sub_id, nb_id in notebooks:
+                if nb_id in names:
+                    score = scores.get(sn_id)
+                    by_sub[sub_id].notebooks[names[nb_id]] = (sn_id, 0.0 if score is None else score)
+        return found
+
+    def file_late(self, times: dict[str, datetime.datetime], penalties: dict[str, float | None], flagged: list[str]) -> None:
+        """Submission times (submission id -> time), late penalties and ticked Flagged? boxes (submitted notebook
+        ids), in the open transaction."""
+        db = self.gb.db
+        if times:
+            db.execute(_UPDATE_TIME, [{"row": k, "time": v} for k, v in times.items()])
+        if penalties:
+            db.execute(_UPDATE_PENALTY, [{"row": k, "penalty": v} for k, v in penalties.items()])
+        if flagged:
+            db.execute(_UPDATE_FLAG, [{"row": k, "flag": True} for k in flagged])
+
+
     def commit(self) -> None:
         """Commit everything written since the last commit."""
         self.gb.db.commit()
@@ -293,6 +357,8 @@ _UPDATE_GRADE = (update(_GRADES).where(_GRADES.c.id == bindparam("row"))
                  .values(auto_score=bindparam("auto"), needs_manual_grade=bindparam("needs")))
 _UPDATE_COMMENT = update(_COMMENTS).where(_COMMENTS.c.id == bindparam("row")).values(auto_comment=bindparam("text"))
 _UPDATE_TIME = update(_SUBS).where(_SUBS.c.id == bindparam("row")).values(timestamp=bindparam("time"))
+_UPDATE_PENALTY = (update(_NOTEBOOKS).where(_NOTEBOOKS.c.id == bindparam("row"))
+                   .values(late_submission_penalty=bindparam("penalty")))
 _UPDATE_FLAG = update(_NOTEBOOKS).where(_NOTEBOOKS.c.id == bindparam("row")).values(flagged=bindparam("flag"))
 
 
