@@ -16,6 +16,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -29,6 +30,7 @@ from support_mounts import drop, reachable
 
 from autograder.grading import sandbox
 from autograder.grading.sandbox.cgroup import UNPRIVILEGED_MODE
+from autograder.grading.sandbox.inside import NOFILE
 
 pytestmark = pytest.mark.slow  # generates the workbook assignment with nbgrader, then grades a batch: a minute or two
 
@@ -45,7 +47,7 @@ c.Limits.memory_mb = 1024
 CASES = {
     **corpus.HONEST,
     **{name: corpus.CASES[name] for name in ("memory_bomb", "tampers_course", "setsid_survivor",  # corpus, escapes.py
-                                             "memfd_hold", "dev_fill", "leaves_a_note", "reads_a_note",  # bounds.py
+                                             "memfd_hold", "pipe_hold", "dev_fill", "leaves_a_note", "reads_a_note",  # bounds.py
                                              "deathsig_survivor")},
 }
 
@@ -159,6 +161,16 @@ def test_seccomp_refuses_memory_no_limit_counts_and_every_new_process(batch: dic
     for student in ("deathsig_survivor", "setsid_survivor"):
         assert "PermissionError" in printed(batch, student) and "Operation not permitted" in printed(batch, student)
     assert batch["left"] == "", f"a process outlived its notebook: {batch['left']}"
+
+
+def test_pipe_buffers_stop_at_the_kernels_per_user_soft_limit(batch: dict) -> None:
+    """The README's claim for this mode: what a notebook can hold in pipes is bounded by `pipe-user-pages-soft`."""
+    held = re.search(r"pipe bytes held: (\d+)", printed(batch, "pipe_hold"))
+    assert held, printed(batch, "pipe_hold")[-500:]
+    page = os.sysconf("SC_PAGE_SIZE")
+    soft = int(Path("/proc/sys/fs/pipe-user-pages-soft").read_text()) * page
+    past_it = NOFILE // 2 * 2 * page  # past the soft limit, each new pipe gets the kernel's minimum, 2 pages
+    assert 0 < int(held.group(1)) <= soft + past_it, (held.group(1), soft)
 
 
 def test_each_mount_stops_at_its_own_size_and_dev_is_read_only(batch: dict) -> None:

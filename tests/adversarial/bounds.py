@@ -24,6 +24,28 @@ try:
 except OSError as exc:
     print("memfd refused:", exc.errno)'''
 
+PIPE_HOLD = '''import fcntl, os
+held, total = [], 0
+try:
+    while True:  # every pipe it may open (RLIMIT_NOFILE), each grown to the most it may hold, then filled
+        r, w = os.pipe()
+        held += [r, w]
+        try:
+            fcntl.fcntl(w, fcntl.F_SETPIPE_SZ, 2**20)
+        except OSError:
+            pass
+        os.set_blocking(w, False)
+        try:
+            while True:
+                total += os.write(w, b"p" * 2**16)
+        except BlockingIOError:
+            pass
+except OSError as exc:
+    print("pipes stopped:", exc.errno)
+print("pipe bytes held:", total)
+for fd in held:
+    os.close(fd)'''
+
 DEV_FILL = '''import os
 for folder in ("/dev", "/dev/shm", "/tmp"):
     try:
@@ -125,6 +147,7 @@ signal.raise_signal(signal.SIGUSR2)'''
 
 CASES: dict[str, Case] = {
     "memfd_hold": Case(lambda: append(solved(), "ex_02_value_class", MEMFD_HOLD), FULL),
+    "pipe_hold": Case(lambda: append(solved(), "ex_02_value_class", PIPE_HOLD), FULL),
     "dev_fill": Case(lambda: append(solved(), "ex_02_value_class", DEV_FILL), FULL, "", "open /dev/hold.bin"),
     "leaves_a_note": Case(lambda: append(solved(), "ex_02_value_class", LEAVES), FULL, "", "open /dev/shm/pwned-note"),
     "reads_a_note": Case(lambda: append(solved(), "ex_02_value_class", READS), FULL),
