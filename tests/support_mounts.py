@@ -3,7 +3,8 @@
 The suite runs as root, often from a checkout or a Python in root's home (mode 0700). A test that runs something as
 another account (the grader as `nobody`, the hub's users) starts it in a private mount namespace in which each closed
 folder on the way to the paths it needs is covered by a small tmpfs holding only the next folder on that way, bound at
-its own path: the same files, made reachable, nothing made writable, and the rest of the closed folder hidden.
+its own path: the same files, made reachable, nothing made writable, and the rest of the closed folder hidden. A
+needed folder that is itself closed (a clone made in `mktemp -d`) is covered the same way, holding all its entries.
 """
 
 from __future__ import annotations
@@ -25,6 +26,9 @@ def closed_ancestors(paths: Iterable[str | os.PathLike]) -> dict[str, set[str]]:
             folder = Path(*parts[: i + 1])
             if not folder.stat().st_mode & stat.S_IXOTH:
                 found.setdefault(str(folder), set()).add(str(Path(*parts[: i + 2])))
+        real = Path(*parts)
+        if real.is_dir() and not real.stat().st_mode & stat.S_IXOTH:  # (a clone in `mktemp -d`: the path itself)
+            found.setdefault(str(real), set()).update(str(entry) for entry in real.iterdir())
     return found
 
 
@@ -43,14 +47,21 @@ def reachable(argv: list[str], paths: Iterable[str | os.PathLike]) -> list[str]:
     tag, n = f"{os.getpid()}-{secrets.token_hex(4)}", 0
     for folder in sorted(closed, key=lambda f: len(Path(f).parts)):
         stashes = []
+        links = []
         for child in sorted(closed[folder]):
+            if os.path.islink(child):  # a symbolic link is made again, not bound (a bind would follow it)
+                links.append(f"ln -s {shlex.quote(os.readlink(child))} {shlex.quote(child)}")
+                continue
             stash = f"/tmp/.autograder-mount-{tag}-{n}"
             n += 1
-            stashes.append((stash, child))
-            script += [f"mkdir -p {stash}", f"mount --rbind {shlex.quote(child)} {stash}"]
+            make = "mkdir -p" if os.path.isdir(child) else "touch"
+            stashes.append((stash, child, make))
+            script += [f"{make} {stash}", f"mount --rbind {shlex.quote(child)} {stash}"]
         script.append(f"mount -t tmpfs -o mode=0755,size=64k tmpfs {shlex.quote(folder)}")
-        for stash, child in stashes:
-            script += [f"mkdir -p {shlex.quote(child)}", f"mount --move {stash} {shlex.quote(child)}", f"rmdir {stash}"]
+        for stash, child, make in stashes:
+            remove = "rmdir" if make == "mkdir -p" else "rm"
+            script += [f"{make} {shlex.quote(child)}", f"mount --move {stash} {shlex.quote(child)}", f"{remove} {stash}"]
+        script += links
     script.append("exec " + shlex.join(argv))
     return ["unshare", "--mount", "--propagation", "private", "sh", "-c", "\n".join(script)]
 

@@ -63,5 +63,15 @@ def test_without_it_the_account_cannot_reach_the_path(closed: Path):
     assert done.returncode != 0 and "Permission denied" in done.stderr, done.stderr
 
 
+def test_a_needed_folder_that_is_itself_closed_is_reached_with_all_its_entries(closed: Path):
+    needed = closed / "outer" / "inner"  # 0700 itself, like a clone made in `mktemp -d`
+    (needed / "link").symlink_to("other.txt")
+    done = as_nobody(["sh", "-c", f"cat {needed}/other.txt {needed}/link {needed}/needed/file.txt; echo; ls -A {needed}"],
+                     [needed])
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n") == ["otherotherthe needed file", "link", "needed", "other.txt", ""], done.stdout
+    assert as_nobody(["touch", f"{needed}/new"], [needed]).returncode != 0 and not (needed / "new").exists()
+
+
 def test_an_open_path_runs_as_it_is():
     assert reachable(["true"], ["/usr/bin"]) == ["true"]
