@@ -10,9 +10,10 @@ Then, as those Unix users, no learner can list or read the other's submission or
 are those plain `nbgrader autograde` gives the same submissions. Screenshots in test-artifacts/hub/.
 
 The hub's accounts run this checkout (hub/, the editable autograder/, build/hub-venv). Where a folder above it is
-closed to them (a clone in /root, mode 0700), or the checkout itself is (a clone in `mktemp -d`), the hub, every server it starts and the test's checks as those users run
-in a private mount namespace in which that folder is a tmpfs holding only the way to the checkout, bound at its own
-path (tests/support_mounts.py): the same files, nothing made writable. A real course is installed where every account
+closed to them (a clone in /root, mode 0700), or the checkout itself is (a clone in `mktemp -d`), the hub, every
+server it starts and the test's checks as those users run in a private mount namespace in which that folder is a
+tmpfs holding only the way to the checkout, bound at its own path (tests/support_mounts.py): the same files, nothing
+made writable. A real course is installed where every account
 can enter (`./workbook hub` refuses a closed checkout and says so).
 """
 
