@@ -452,3 +452,40 @@ def test_what_every_worker_is_sent_once_holds_the_settings_as_values_never_the_c
     assert b"S3cretPW" not in sent and b"CourseDirectory" not in sent
     got = pickle.loads(sent)
     assert (got.limits.cell_timeout, got.secret, got.clock) == (7.0, b"k" * 32, None)
+
+
+@pytest.mark.slow
+def test_the_shared_data_outlives_every_worker_that_held_it_and_only_a_grading_worker_fetches_it():
+    """Scattered data died with its last holder, and every task that needed it was cancelled ("already forgotten"):
+    the run's Shared is held by the scheduler, so a worker started after all the others died still gets it."""
+    pytest.importorskip("distributed")
+    from distributed import Client, LocalCluster, Variable
+
+    from autograder.grading import cluster
+
+    def held(run: str) -> bool:
+        module = sys.modules.get("autograder.grading.cluster")
+        return module is not None and run in module._held
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as lc, Client(lc) as client:
+        client.wait_for_workers(2, timeout=60)
+        first, idle = sorted(client.scheduler_info()["workers"])
+        workers = cluster.Workers(client, "run-1", print)
+        workers.able = {first: "here"}
+        pool = cluster.DaskPool(client, _shared(), workers, "run-1", ASSIGNMENT)
+        try:
+            got = client.submit(cluster.shared_of, "run-1", workers=[first], pure=False).result(timeout=60)
+            assert got.secret == b"\0" * 32 and set(got.notebooks) == {"engine"}
+            assert client.run(held, "run-1") == {first: True, idle: False}  # a worker that grades nothing holds nothing
+            client.restart(timeout=60)  # every worker process dies; new ones take their place, holding nothing
+            client.wait_for_workers(2, timeout=60)
+            again = client.submit(cluster.shared_of, "run-1", pure=False).result(timeout=60)
+            assert again.secret == b"\0" * 32
+        finally:
+            pool.stop()
+            pool.close()
+        deadline = time.monotonic() + 30  # the run is over: the scheduler forgets its Shared (told asynchronously)
+        with pytest.raises(TimeoutError):
+            while time.monotonic() < deadline:
+                Variable(cluster.SHARED_VARIABLE.format(run="run-1"), client=client).get(timeout=0.2)
+                time.sleep(0.1)

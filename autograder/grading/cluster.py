@@ -10,9 +10,12 @@ journal (`writer.Writer`, the same writer as a local run's).
 
 `DaskPool` is the executor: the driver runs `pipeline.READ` (the course folder is there), a worker runs
 `pipeline.GRADE` in its own long-lived sandbox (warm across notebooks). What every notebook shares (`Shared`: the
-specs, settings and secret) is sent once per worker, scattered to the sandboxed workers only, not with each task;
-a worker sends back the graded notebook's rendered file, not the notebook object; results come back in batches,
-one gather for every task finished since the last.
+specs, settings and secret) is sent once per worker, not with each task: the driver leaves it with the scheduler (a
+Dask `Variable` of the run) and the first grading task of the run on each worker fetches it from there and keeps it.
+So only a worker that grades ever holds it, and a worker that dies loses nothing another worker needs (scattered
+data, held by workers alone, was lost with its last holder, and every task that needed it with it). A worker sends
+back the graded notebook's rendered file, not the notebook object; results come back in batches, one gather for every
+task finished since the last.
 """
 
 from __future__ import annotations
@@ -22,12 +25,14 @@ import contextlib
 import dataclasses
 import importlib
 import os
+import pickle
 import re
 import socket
 import sys
 import threading
 import time
 import uuid
+from collections import OrderedDict
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -52,6 +57,9 @@ TOPIC = "autograder-sandbox"  # the scheduler's event log where each worker says
 WAIT_FOR_WORKER = 300.0  # seconds to wait for a first worker with a sandbox (batch schedulers queue jobs a while)
 WINDOW_PER_THREAD = 4  # tasks in flight per grading slot (as executors.LocalPool keeps per thread)
 RETRIES = 1  # a task that raised (a grader bug, a lost connection) is tried once more elsewhere
+SHARED_VARIABLE = "autograder-shared-{run}"  # the Dask Variable (held by the scheduler) with a run's pickled Shared
+SHARED_TIMEOUT = 120.0  # seconds a worker waits for the scheduler to hand it the run's Shared
+RUNS_HELD = 4  # runs whose Shared a worker keeps (drivers grading several assignments on one cluster at once)
 CLASS_TARGET = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")  # module:Class, e.g. dask_jobqueue:SLURMCluster
 
 
@@ -92,6 +100,28 @@ def grade_job(job: Job, shared: Shared) -> Result:
     if result.graded is not None and result.graded.data is not None:
         result.graded.nb = None  # its file is rendered: the notebook object need not travel back too
     return result
+
+
+_held: OrderedDict[str, Shared] = OrderedDict()  # on a worker: run -> its Shared, the most recent runs only
+_held_lock = threading.Lock()
+
+
+def shared_of(run: str) -> Shared:
+    """On a worker: the run's `Shared`, fetched from the scheduler by the run's first task here, kept for the rest."""
+    with _held_lock:  # the worker's threads: one fetch per run
+        if run not in _held:
+            from distributed import Variable
+
+            _held[run] = pickle.loads(Variable(SHARED_VARIABLE.format(run=run)).get(timeout=SHARED_TIMEOUT))
+            while len(_held) > RUNS_HELD:
+                _held.popitem(last=False)  # an older run's secret is not kept longer than needed
+        _held.move_to_end(run)
+        return _held[run]
+
+
+def grade_task(job: Job, run: str) -> Result:
+    """The cluster's task: `grade_job` with the run's `Shared` (fetched once per worker, see `shared_of`)."""
+    return grade_job(job, shared_of(run))
 
 
 def _withdraw(error: str) -> None:
@@ -248,16 +278,15 @@ class DaskPool:
     """The Dask executor: READ here, GRADE on a sandboxed worker; results gathered back in batches."""
 
     def __init__(self, client: Client, shared: Shared, workers: Workers, run: str, assignment: str) -> None:
-        from distributed import as_completed
+        from distributed import Variable, as_completed
 
         self.client, self.shared, self.workers, self.run, self.assignment = client, shared, workers, run, assignment
         self.flying: dict[Any, tuple[Future[Result], Task, str | None]] = {}  # dask future -> ours, task, timestamp
         self.lock = threading.Lock()
         self.done = as_completed(with_results=False)
         self._slots, self._sized = 1, 0.0
-        self.holders: set[str] = set()
-        self.data = client.scatter(shared, workers=list(workers.able), broadcast=True, hash=False)
-        self.holders = set(workers.able)
+        self.variable = Variable(SHARED_VARIABLE.format(run=run), client=client)
+        self.variable.set(pickle.dumps(shared))  # bytes, held by the scheduler: no worker has it until it grades
         self._stop = threading.Event()
         self.collector = threading.Thread(target=self._collect, name="dask-results", daemon=True)
         self.collector.start()
@@ -281,7 +310,7 @@ class DaskPool:
             return ours
         assert work.prepared is not None
         job = Job(item.student, item.notebook, work.prepared.data, work.prepared.files, tuple(work.prepared.flags))
-        future = self.client.submit(grade_job, job, self.data, resources={RESOURCE: 1}, retries=RETRIES, pure=False,
+        future = self.client.submit(grade_task, job, self.run, resources={RESOURCE: 1}, retries=RETRIES, pure=False,
                                     key=f"grade-{self.assignment}/{item.label}-{self.run}")
         with self.lock:
             self.flying[future] = (ours, task, work.timestamp)
@@ -319,16 +348,10 @@ class DaskPool:
 
     def window(self) -> int:
         """Four tasks per grading slot in flight (the slots asked again every 2 s): each slot has its next notebooks
-        queued while the driver stores, and the driver never holds 120,000 notebooks in memory at once; a worker
-        that joins gets the shared data too."""
+        queued while the driver stores, and the driver never holds 120,000 notebooks in memory at once."""
         self.workers.poll()
         if time.monotonic() - self._sized > 2.0:
             self._slots, self._sized = max(1, self.workers.slots()), time.monotonic()
-            joined = set(self.workers.able) - self.holders
-            if joined:
-                with contextlib.suppress(Exception):
-                    self.client.replicate([self.data], workers=list(self.workers.able))
-                self.holders |= joined
         return WINDOW_PER_THREAD * self._slots
 
     def stop(self) -> None:
@@ -340,9 +363,11 @@ class DaskPool:
             self.client.cancel(pending)
 
     def close(self) -> None:
-        """Stop collecting (after the writer took every result)."""
+        """Stop collecting (after the writer took every result); the scheduler forgets the run's Shared."""
         self._stop.set()
         self.collector.join(5)
+        with contextlib.suppress(Exception):  # the scheduler may be gone already: it held the Variable in memory only
+            self.variable.delete()
 
 
 def grade_on_cluster(todo: list[Task], shared: Shared, writer: Writer, target: str, jobs: int, progress: bool) -> list[Row]:
