@@ -2,19 +2,13 @@
 
 import sys
 
-# jsonschema (imported by nbformat) loads rfc3987_syntax when it is installed (jupyter_events' extra pulls it in),
-# and that module builds a Lark grammar at import: 1-9 s here, more than the rest of the grader's start. It only
-# checks the "iri" string formats, which no notebook schema uses; without it jsonschema skips that one checker.
-sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[assignment]
-# Likewise isoduration (and the arrow it loads: ~0.15 s), for the "duration" format only.
-sys.modules.setdefault("isoduration", None)  # type: ignore[assignment]
+from .grading.nbgrader_light import lean_start, skip_unused_format_checkers
+
+skip_unused_format_checkers()  # for every command: before anything imports nbformat
 
 if __name__ == "__main__":  # grading workers re-import the main module under another name
     if sys.argv[1:2] == ["grade"]:  # warm the workers' fork server while the grader imports nbgrader
-        from .grading.nbgrader_light import archive_util_on_first_use, import_without_server_extensions
-
-        import_without_server_extensions()
-        archive_util_on_first_use()
+        lean_start()
         if "--unsafe-no-sandbox" in sys.argv:
             from .grading.worker import forkserver_context
 

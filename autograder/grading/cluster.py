@@ -140,18 +140,15 @@ def _withdraw(error: str) -> None:
 
 def load_grader() -> None:
     """Import the grading side here once, as the command line's start-up does (autograder/__main__.py): without the
-    import-time work a batch never uses. Else the first thing to need it (unpickling the scattered `Shared`, on the
-    worker's event loop) imports it all, jsonschema's IRI grammar included, while both sandboxes preload.
+    import-time work a batch never uses. Else the first task imports it all (unpickling the run's `Shared`),
+    jsonschema's IRI grammar included, while both sandboxes preload.
 
     Process-wide, as on the driver: jsonschema in this worker checks no "iri" or "duration" string format, and
     `nbgrader` is imported without its package `__init__` (its server extensions); nothing the grader runs uses them.
     """
-    from .nbgrader_light import archive_util_on_first_use, import_without_server_extensions
+    from .nbgrader_light import lean_start
 
-    sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
-    sys.modules.setdefault("isoduration", None)  # type: ignore[arg-type]
-    import_without_server_extensions()
-    archive_util_on_first_use()
+    lean_start()
     importlib.import_module(f"{__package__}.pipeline")
 
 
