@@ -156,6 +156,9 @@ def _build(channel_fd: int, cgroup_fds: list[int], report: socket.socket) -> Non
         signal.set_wakeup_fd(-1)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         _close_fds(channel_fd, report.fileno(), *cgroup_fds)
+        # A session of its own, which its learner's process inherits: where the scheduler groups processes by session
+        # (autogroup, in the unprivileged mode), the notebook's threads weigh as one classmate, not one each
+        os.setsid()
         lib = linux.libc()
         enter_namespaces(lib)
         go_r, go_w = os.pipe()
