@@ -465,3 +465,83 @@ def test_the_summary_names_the_sandbox_mode_in_force() -> None:
     assert "unprivileged" in mode.describe()
     mode.unsafe = True
     assert mode.describe() == "sandbox: none (--unsafe-no-sandbox)"
+
+
+CPU_HOG = '''import os, time
+children = []
+for _ in range(120):  # busy processes: without a CPU bound per notebook, the scheduler shares per process
+    pid = os.fork()
+    if pid == 0:
+        while True:
+            pass
+    children.append(pid)
+print("hogging", flush=True)
+time.sleep(60)'''
+
+CPU_SHARE = '''import time
+time.sleep(1.0)  # the hog's processes are all running by now
+wall, cpu = time.monotonic(), time.process_time()
+while time.monotonic() - wall < 3.0:
+    pass
+print(round((time.process_time() - cpu) / (time.monotonic() - wall), 3))'''
+
+
+def test_a_notebook_running_many_busy_processes_takes_no_more_cpu_than_a_classmate(box: Any) -> None:
+    """The share of a CPU a classmate's busy loop gets beside a notebook of 120 busy processes: about a core (each
+    notebook's cpu cgroup weighs the same), where sharing per process would give it under 1/60 of one."""
+    if not box.cgroups.available:
+        pytest.skip(f"no cgroup per notebook here ({box.cgroups.why})")
+    hog = box.launch({"plan": {"cells": [{"kind": "code", "source": CPU_HOG}], "limits": LIMITS}, "files": {}})
+    try:
+        deadline = time.monotonic() + 30
+        message: dict[str, Any] = {}
+        while message.get("op") != "audit" or "fork" not in str(message.get("event")):
+            message = json.loads(hog.channel.recv(deadline, 2**24))
+        share = float(run(box, CPU_SHARE)[0])
+    finally:
+        hog.close()
+    assert share > 0.3, f"a classmate got {share:.3f} of a CPU beside a notebook of 120 busy processes"
+
+
+THREAD_HOG = '''import hashlib, threading, time
+data = b"x" * 2**22
+def burn():
+    while True:
+        hashlib.sha256(data).digest()  # (releases the GIL: every thread runs at once)
+threading.stack_size(2**16)
+started = 0
+try:
+    for _ in range(60):
+        threading.Thread(target=burn, daemon=True).start()
+        started += 1
+except RuntimeError:
+    pass
+time.sleep(60)'''
+
+
+def test_in_the_unprivileged_mode_a_notebooks_busy_threads_weigh_as_one_classmate_on_the_cpu() -> None:
+    """Without cgroups, each notebook is a session of its own: the kernel's autogroup shares the CPU per session."""
+    from autograder.grading.sandbox.cgroup import Cgroups
+
+    if sandbox.unavailable_reason():
+        _unavailable(str(sandbox.unavailable_reason()))
+    try:
+        autogroup = Path("/proc/sys/kernel/sched_autogroup_enabled").read_text().strip() == "1"
+        cpu_root = any(line.split(":")[1] in ("cpu", "cpu,cpuacct") and line.split(":")[2] == "/"
+                       for line in Path("/proc/self/cgroup").read_text().splitlines())
+    except (OSError, IndexError):
+        autogroup = cpu_root = False
+    if not (autogroup and cpu_root):
+        pytest.skip("the kernel groups no process by session here (autogroup off, or a cpu cgroup of its own)")
+    unprivileged = sandbox.Sandbox(Cgroups(enabled=False)).start()
+    try:
+        hog = unprivileged.launch({"plan": {"cells": [{"kind": "code", "source": THREAD_HOG}], "limits": LIMITS},
+                                   "files": {}})
+        try:
+            time.sleep(2)  # its threads are running by now (they send nothing to wait for)
+            share = float(run(unprivileged, CPU_SHARE)[0])
+        finally:
+            hog.close()
+    finally:
+        unprivileged.close()
+    assert share > 0.3, f"a classmate got {share:.3f} of a CPU beside a notebook of busy threads"

@@ -1,7 +1,9 @@
-"""Per-notebook cgroups, made by the grader where it may (as root: the cgroup v1 memory and pids controllers):
+"""Per-notebook cgroups, made by the grader where it may (as root: the cgroup v1 memory, pids and cpu controllers):
 every byte a notebook holds (its memory, memfd and tmpfs files, pipe buffers) counts against `Limits.memory_mb`,
-and its processes against inside.NPROC, whatever they are. Without them the sandbox runs in the unprivileged mode
-(address-space rlimit, size-bounded mounts, the seccomp filter; see the README's threat model).
+its processes against inside.NPROC, whatever they are, and all of them together weigh as one classmate on the CPU
+(cpu.shares: a notebook of a hundred busy processes gets no more of the machine than a notebook of one). Without
+them the sandbox runs in the unprivileged mode (address-space rlimit, size-bounded mounts, the seccomp filter; see
+the README's threat model).
 
 The grader makes a notebook's cgroups and opens their `cgroup.procs`; the descriptors travel to the fork server,
 and the notebook's learner process writes itself into them before any learner code runs.
@@ -21,7 +23,10 @@ ROOT = Path("/sys/fs/cgroup")
 PREFIX = "autograder-"  # + the grader's pid and a count: a folder whose grader is gone is removed by the next grader
 _COUNT = itertools.count(1)
 CONTROLLERS = ("memory", "pids")
+OPTIONAL = ("cpu",)  # used where mounted: without it a notebook's busy processes each weigh as one notebook
+CPU_SHARES = 1024  # every notebook's weight, the same as one process of the grader's own cgroup
 ROOT_MODE = "root: a memory cgroup (memory.limit_in_bytes) and a pids cgroup per notebook"
+CPU_MODE = ", and a cpu cgroup (cpu.shares) per notebook"
 UNPRIVILEGED_MODE = ("unprivileged: no cgroup; address-space rlimit, size-bounded tmpfs mounts and a seccomp filter "
                      "refusing memfd, System V memory, sockets and new processes")
 
@@ -100,8 +105,10 @@ class Cgroups:
         self.bases: dict[str, Path] = {}
         self.why = "" if enabled else "cgroups not wanted"
         name = f"{PREFIX}{os.getpid()}-{next(_COUNT)}"  # one per Cgroups: a process may hold several
-        for controller in CONTROLLERS if enabled else ():
+        for controller in (*CONTROLLERS, *OPTIONAL) if enabled else ():
             own = _own(controller)
+            if own is None and controller in OPTIONAL:
+                continue
             if own is None:
                 self.why = f"no cgroup v1 {controller} controller"
                 break
@@ -111,6 +118,8 @@ class Cgroups:
                 base.mkdir(exist_ok=True)
                 self.bases[controller] = base
             except OSError as exc:
+                if controller in OPTIONAL:
+                    continue
                 self.why = f"cannot create a {controller} cgroup ({exc.strerror})"
                 break
         if self.why:
@@ -122,7 +131,9 @@ class Cgroups:
 
     @property
     def mode(self) -> str:
-        return ROOT_MODE if self.available else UNPRIVILEGED_MODE
+        if not self.available:
+            return UNPRIVILEGED_MODE
+        return ROOT_MODE + (CPU_MODE if "cpu" in self.bases else "")
 
     def make(self, name: str, memory_mb: int) -> NotebookCgroups:
         """A notebook's cgroups, their limits set and `cgroup.procs` open for its learner process. OSError if not."""
@@ -136,8 +147,10 @@ class Cgroups:
                     _write(folder / "memory.limit_in_bytes", str(memory_mb * MIB))
                     with contextlib.suppress(OSError):  # no swap accounting on this kernel: nothing to bound there
                         _write(folder / "memory.memsw.limit_in_bytes", str(memory_mb * MIB))
-                else:
+                elif controller == "pids":
                     _write(folder / "pids.max", str(NPROC))
+                else:
+                    _write(folder / "cpu.shares", str(CPU_SHARES))
                 made.fds.append(os.open(folder / "cgroup.procs", os.O_WRONLY | os.O_CLOEXEC))
         except OSError:
             made.remove()

@@ -2,22 +2,22 @@
 
 Frames are multiprocessing's (`Connection.send_bytes`): a 4-byte big-endian signed length, then the bytes (the
 worker side reads and writes them so). Nothing here blocks: the descriptor is non-blocking, and each call waits
-with `select` until its deadline (time.monotonic()). A worker that sends nothing raises `Silent`; one that stops
-in the middle of a frame, or announces a frame over the limit, raises `Garbled`: the second is a protocol violation.
+with poll(2) until its deadline (time.monotonic()); never select(2), which refuses a descriptor past FD_SETSIZE
+(1024), as a long batch's may be. A worker that sends nothing raises `Silent`; one that stops in the middle of a
+frame, or announces a frame over the limit, raises `Garbled`: the second is a protocol violation.
 """
 
 from __future__ import annotations
 
 import errno
 import os
-import select
 import struct
 import time
 
+from .linux import wait_fd
+
 HEADER = struct.Struct("!i")
 CHUNK = 1 << 20
-
-
 class Silent(TimeoutError):
     """Nothing arrived before the deadline (the worker is busy, or stuck)."""
 
@@ -40,9 +40,7 @@ class Channel:
         left = deadline - time.monotonic()
         if left <= 0:
             return False
-        fds = [self.fd]
-        ready = select.select([], fds, [], left) if write else select.select(fds, [], [], left)
-        return bool(ready[1] if write else ready[0])
+        return wait_fd(self.fd, left, write)
 
     def _read(self, n: int, deadline: float, started: bool) -> bytes:
         """Exactly `n` bytes; Silent (nothing of the frame yet) or Garbled (part of it) at the deadline; EOFError."""
@@ -79,7 +77,7 @@ class Channel:
 
     def poll(self, timeout: float = 0.0) -> bool:
         """True when something can be read (a frame's first byte, or the end of the channel) within `timeout` s."""
-        return bool(select.select([self.fd], [], [], max(0.0, timeout))[0])
+        return wait_fd(self.fd, max(0.0, timeout))
 
     def send(self, data: bytes, deadline: float) -> None:
         """Write one frame whole before the deadline; TimeoutError if the worker does not read it, OSError if gone."""

@@ -1,5 +1,5 @@
 """The Linux interfaces the sandbox calls through ctypes, each number named once: namespaces, mounts, capabilities,
-prctl, pidfds, and the seccomp filter that refuses what no limit of a notebook could count.
+prctl, pidfds, waiting on a descriptor, and the seccomp filter that refuses what no limit of a notebook could count.
 
 Standard library only: the fork server runs this inside the sandbox.
 """
@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import math
 import os
+import select
 import struct
 from typing import Any
 
@@ -51,6 +53,19 @@ ARCHES: dict[str, tuple[int, dict[str, int]]] = {
                              "bpf": 280, "add_key": 217, "request_key": 218, "keyctl": 219, "clone": 220,
                              "clone3": 435}),
 }
+
+
+# What makes each way ready: an error or a hang-up counts too (the read or write that follows says which).
+READY = {False: select.POLLIN | select.POLLPRI | select.POLLHUP | select.POLLERR | select.POLLNVAL,
+         True: select.POLLOUT | select.POLLHUP | select.POLLERR | select.POLLNVAL}
+
+
+def wait_fd(fd: int, timeout: float, write: bool = False) -> bool:
+    """True when `fd` (any number, past FD_SETSIZE too) is ready to read (or write) within `timeout` s; never blocks
+    past it. Milliseconds rounded up: a wait of 0.4 ms is a wait, not a busy poll."""
+    poller = select.poll()
+    poller.register(fd, READY[write])
+    return bool(poller.poll(max(0, math.ceil(timeout * 1000))))
 
 
 def libc() -> Any:
