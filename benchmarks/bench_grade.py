@@ -1,6 +1,6 @@
 """Plain `nbgrader autograde` vs `python -m autograder grade` on the same corpus: times, ratio, identical scores.
 
-Run by hand: .venv/bin/python benchmarks/bench_grade.py [--jobs N] [--workbook STUDENTS]
+Run by hand: .venv/bin/python benchmarks/bench_grade.py [--jobs N] [--workbook STUDENTS [--ours-only RUNS]]
 Without --workbook: 20 submissions of the test fixture assignment (tests/fixtures/source/ps1).
 With --workbook S: S students each handing in the real six-notebook workbook (solutions, untouched
 stubs, and solutions with classic mistakes, in turn), graded three ways in one run: plain nbgrader, ours in
@@ -10,6 +10,7 @@ the OS sandbox (the default) and ours with --unsafe-no-sandbox; then the sandbox
 from __future__ import annotations
 
 import argparse
+import csv
 import os
 import shutil
 import subprocess
@@ -29,7 +30,12 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=0, help="workers for our grader (default: CPU count)")
     parser.add_argument("--workbook", type=int, default=0, metavar="STUDENTS",
                         help="grade the real workbook handed in by this many students instead of the fixture corpus")
+    parser.add_argument("--ours-only", type=int, default=0, metavar="RUNS",
+                        help="with --workbook: only our sandboxed grader, this many runs of it (a quick loop while "
+                             "tuning; no nbgrader, so no ratio and no score comparison)")
     args = parser.parse_args()
+    if args.workbook and args.ours_only:
+        return ours_only(args.workbook, args.jobs, args.ours_only)
     if args.workbook:
         return bench_workbook(args.workbook, args.jobs)
     with tempfile.TemporaryDirectory(prefix="bench-grade-") as tmp:
@@ -132,6 +138,37 @@ def bench_workbook(students: int, jobs: int) -> int:
               f"{' '.join(f'{x:.2f}' for x in load_after)} on {os.cpu_count()} CPUs")
         sandbox_costs()
         return 0 if same else 1
+
+
+def ours_only(students: int, jobs: int, runs: int) -> int:
+    """Our sandboxed grader alone, `runs` times on fresh copies of one course: each run's wall time and points."""
+    config = str(support.ROOT / "grading_config.py")
+    with tempfile.TemporaryDirectory(prefix="bench-workbook-") as tmp:
+        try:
+            plain, _ = workbook_course(Path(tmp), students)
+        except RuntimeError as exc:
+            print(exc)
+            return 1
+        times = []
+        for n in range(runs):
+            course = Path(tmp) / f"ours{n}"
+            shutil.copytree(plain, course)
+            env = support.env() | {"AUTOGRADER_COURSE_DIR": str(course)}
+            t0 = time.perf_counter()
+            done = subprocess.run([sys.executable, "-m", "autograder", "grade", "workbook", "--course", str(course),
+                                   "--config", config, "--no-progress", "--csv", str(course / "summary.csv"),
+                                   *(["--jobs", str(jobs)] if jobs else [])], cwd=course, env=env, text=True,
+                                  capture_output=True)
+            times.append(time.perf_counter() - t0)
+            if done.returncode:
+                print(f"ours failed (exit {done.returncode}):\n{done.stderr[-2000:]}")
+                return 1
+            with open(course / "summary.csv", newline="") as f:
+                points = sum(float(line["score"]) for line in csv.DictReader(f))
+            print(f"run {n + 1}: ours, in the OS sandbox: {times[-1]:6.2f} s, {points:g} points")
+        print(f"best {min(times):.2f} s, median {sorted(times)[len(times) // 2]:.2f} s of {runs} runs "
+              f"({students} students x 6 notebooks); load average now {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+        return 0
 
 
 def sandbox_costs(workers: int = 20) -> None:
