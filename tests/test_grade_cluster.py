@@ -527,17 +527,20 @@ def test_the_command_line_starts_no_connection_for_unsafe_or_blank_cluster_optio
         assert cluster._early is None
 
 
-def test_closing_a_connection_that_is_still_connecting_returns_at_once():
+def test_a_server_that_never_answers_is_a_one_line_grading_error_at_its_deadline_and_closing_does_not_wait():
     pytest.importorskip("distributed")
     import socket
 
     import dask
 
     from autograder.grading import cluster
+    from autograder.grading.source import GradingError
 
-    with socket.create_server(("127.0.0.1", 0)) as silent, dask.config.set({"distributed.comm.timeouts.connect": "3s"}):
-        connecting = cluster.Connection(f"tcp://127.0.0.1:{silent.getsockname()[1]}", 0)  # a scheduler that never answers
+    with socket.create_server(("127.0.0.1", 0)) as silent, dask.config.set({"distributed.comm.timeouts.connect": "1s"}):
+        target = f"tcp://127.0.0.1:{silent.getsockname()[1]}"  # takes the connection, never says a word (no scheduler)
+        connecting = cluster.Connection(target, 0)
         connecting.close()
-        assert connecting.thread.is_alive()  # close did not wait for the connection's timeout
-        connecting.thread.join(30)
-    assert connecting.client is None and connecting.error is not None
+        assert connecting.thread.is_alive()  # close did not wait for it
+        with pytest.raises(GradingError) as caught:
+            cluster.Connection(target, 0).get()
+    assert str(caught.value) == f"the Dask scheduler {target} did not answer within 2 s (is it the address of a Dask scheduler?)"

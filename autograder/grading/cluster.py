@@ -375,6 +375,14 @@ class DaskPool:
             self.variable.delete()
 
 
+def connect_deadline() -> float:
+    """Seconds the driver waits for its client to connect: twice Dask's own connect timeout (its handshake has none)."""
+    import dask
+    from dask.utils import parse_timedelta
+
+    return 2 * float(parse_timedelta(dask.config.get("distributed.comm.timeouts.connect"), default="s") or 30)
+
+
 class Connection:
     """A client of the cluster, connected and the sandbox check registered in a thread from the command's start, so the
     workers import the grader and start their sandboxes while the driver imports the rest and reads the course."""
@@ -405,7 +413,14 @@ class Connection:
 
     def get(self) -> Client:
         """The connected client, once the workers have been asked to start their sandboxes; its error if it failed."""
-        self.thread.join()
+        from .source import GradingError
+
+        deadline = connect_deadline()
+        self.thread.join(deadline)
+        if self.thread.is_alive():  # a server that takes the connection and never answers (not a Dask scheduler)
+            self.close()
+            raise GradingError(f"the Dask scheduler {self.target} did not answer within {deadline:g} s (is it the "
+                               "address of a Dask scheduler?)")
         if self.error is not None:
             raise self.error
         assert self.client is not None
