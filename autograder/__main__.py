@@ -13,8 +13,12 @@ if __name__ == "__main__":  # grading workers re-import the main module under an
             from .grading.worker import forkserver_context
 
             forkserver_context(start=True)
-        elif not any(arg == "--cluster" or arg.startswith("--cluster=") for arg in sys.argv):
-            # (with --cluster the Dask workers run the sandboxes: the driver runs no learner code and starts none)
+        elif any(arg == "--cluster" or arg.startswith("--cluster=") for arg in sys.argv):
+            # the Dask workers run the sandboxes (the driver runs no learner code): ask them to start theirs now
+            from .grading.cluster import start_early
+
+            start_early(sys.argv[2:])
+        else:
             from .grading.sandbox import MODE
 
             MODE.pool.warm()

@@ -489,3 +489,58 @@ def test_the_shared_data_outlives_every_worker_that_held_it_and_only_a_grading_w
             while time.monotonic() < deadline:
                 Variable(cluster.SHARED_VARIABLE.format(run="run-1"), client=client).get(timeout=0.2)
                 time.sleep(0.1)
+
+
+def test_the_command_line_connects_to_the_cluster_it_names_once_and_grading_takes_that_connection():
+    pytest.importorskip("distributed")
+    import dask
+
+    from autograder.grading import cluster
+
+    with dask.config.set({"distributed.comm.timeouts.connect": "0.5s"}):
+        cluster.start_early(["workbook", "--jobs", "3", "--cluster=tcp://127.0.0.1:1", "--no-progress"])
+        early = cluster._early
+        assert early is not None and (early.target, early.jobs) == ("tcp://127.0.0.1:1", 3)
+        with cluster.connection("tcp://127.0.0.1:1", 3) as taken:
+            assert taken is early and cluster._early is None
+            with pytest.raises(Exception, match=r"^cannot reach the Dask scheduler tcp://127\.0\.0\.1:1: "):
+                taken.get()  # its error reaches the driver's thread, as one line
+
+
+def test_a_connection_started_for_another_target_is_closed_and_a_new_one_made():
+    pytest.importorskip("distributed")
+    from autograder.grading import cluster
+
+    cluster.start_early(["workbook", "--cluster", "tcp://127.0.0.1:1"])
+    early = cluster._early
+    with cluster.connection("tcp://127.0.0.1:2", 0) as other:
+        assert other is not early and early is not None and early.closed
+    assert other.closed
+
+
+def test_the_command_line_starts_no_connection_for_unsafe_or_blank_cluster_options():
+    from autograder.grading import cluster
+
+    for argv in (["workbook", "--cluster", "tcp://127.0.0.1:1", "--unsafe-no-sandbox"], ["workbook", "--cluster", " "],
+                 ["workbook", "--cluster"]):
+        cluster.start_early(argv)
+        assert cluster._early is None
+
+
+def test_a_server_that_never_answers_is_a_one_line_grading_error_at_its_deadline_and_closing_does_not_wait():
+    pytest.importorskip("distributed")
+    import socket
+
+    import dask
+
+    from autograder.grading import cluster
+    from autograder.grading.source import GradingError
+
+    with socket.create_server(("127.0.0.1", 0)) as silent, dask.config.set({"distributed.comm.timeouts.connect": "1s"}):
+        target = f"tcp://127.0.0.1:{silent.getsockname()[1]}"  # takes the connection, never says a word (no scheduler)
+        connecting = cluster.Connection(target, 0)
+        connecting.close()
+        assert connecting.thread.is_alive()  # close did not wait for it
+        with pytest.raises(GradingError) as caught:
+            cluster.Connection(target, 0).get()
+    assert str(caught.value) == f"the Dask scheduler {target} did not answer within 2 s (is it the address of a Dask scheduler?)"

@@ -17,7 +17,7 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nbgrader.api import Gradebook
 from nbgrader.coursedir import CourseDirectory
@@ -36,6 +36,9 @@ from .store import BulkGradebook, atomic_write, course_lock, course_secret, csv_
 from .submission import Refused, Submission
 from .types import GRADER_VERSION, Code, Item, Row, Status, Task
 from .writer import Paths, Writer
+
+if TYPE_CHECKING:
+    from .cluster import Connection
 
 __all__ = ["GRADER_VERSION", "Course", "Item", "Options", "Row", "Status", "run", "summary", "write_csv"]
 
@@ -133,64 +136,21 @@ def run(options: Options) -> list[Row]:
     """Grade the assignment's submissions in parallel; store each group of notebooks as it finishes."""
     limits, tolerance = Limits(config=options.config), Tolerance(config=options.config)
     jobs = options.jobs or BatchGrading(config=options.config).jobs or os.cpu_count() or 1
-    course = Course.open(options.config, options.course)
     if options.cluster and options.unsafe_no_sandbox:
         raise GradingError("--cluster grades only in the sandbox (--unsafe-no-sandbox is for one machine)")
-    # on a cluster, the workers start their own sandboxes: the driver (a login node, say) needs none
-    local_sandbox = contextlib.nullcontext() if options.cluster else sandbox.MODE.using(options.unsafe_no_sandbox)
-    with course_lock(course.root), local_sandbox:
-        spec = load_assignment(course.coursedir.db_url, options.assignment)
-        settings = settings_text(limits, tolerance, options.unsafe_no_sandbox)
-        secret = course_secret(course.root)
-        journal = Journal(course.root, secret)
-        rows: list[Row] = []
-        todo: list[Task] = []
-        students = course.students(options.assignment, options.students)
-        if not students:
-            raise GradingError(f"no submissions of {options.assignment!r} in {course.root / course.coursedir.submitted_directory}")
-        unnamed = [s for s in students if valid_text(s) != s or "\n" in s]  # no gradebook, CSV or page can hold the id
-        for student in unnamed:
-            rows += [Row(valid_text(student), name, 0.0, nb.max_score, Status.NOT_GRADED)
-                     for name, nb in spec.notebooks.items()]
-            for row in rows[-len(spec.notebooks):]:
-                row.add(Code.UNNAMED, UNNAMED)
-        students = [s for s in students if s not in unnamed]
-        for student in students:
-            folder = course.submitted(student, options.assignment)
-            for name in spec.notebooks:
-                item = Item(student, name, folder / f"{name}.ipynb")
-                fp = fingerprint(item.path, spec, settings)
-                old = journal.get(Journal.key(options.assignment, student, name))
-                if (old and old.fingerprint == fp and not options.force
-                        and autograded_untouched(old, course.autograded(student, options.assignment) / f"{name}.ipynb")):
-                    rows.append(old.row(student, name))
-                else:
-                    todo.append(Task(item, fp))
-        if not options.cluster:
-            sandbox.MODE.ready()  # the reading above overlapped the sandbox's start; the gradebook is written only now
-        register_students(course.coursedir.db_url, course.coursedir.course_id, [t.item.student for t in todo])
-        shared = Shared(spec.notebooks, limits, tolerance, secret, options.clock)
-        writer = Writer(course.coursedir.db_url, course.coursedir.course_id, options.assignment, spec,
-                        Paths(lambda student: course.autograded(student, options.assignment),
-                              course.release(options.assignment)), journal, options.clock)
-        try:
-            if options.cluster:
-                from .cluster import grade_on_cluster  # Dask is an optional dependency (the `cluster` extra)
+    # on a cluster, the workers start their own sandboxes (asked at once, so they start while the course is read): the
+    # driver (a login node, say) needs none
+    with contextlib.ExitStack() as stack:
+        cluster = None
+        if options.cluster:
+            from .cluster import connection  # Dask is an optional dependency (the `cluster` extra)
 
-                rows += grade_on_cluster(todo, shared, writer, options.cluster, options.jobs, options.progress)
-            else:
-                pool = LocalPool(shared, jobs)
-                try:
-                    rows += writer.run(todo, pool, options.progress)
-                finally:
-                    pool.close()
-        finally:
-            writer.close()
-            journal.close()
-        for row in rows:  # a record the grader did not write (its HMAC fails) was ignored: say so
-            if Journal.key(options.assignment, row.student, row.notebook) in journal.rejected:
-                row.add(Code.EDITED_STATE, EDITED_STATE)
-        finish(course, options.assignment, [r for r in rows if not r.has(Code.UNNAMED)])
+            cluster = stack.enter_context(connection(options.cluster, options.jobs))
+        course = Course.open(options.config, options.course)
+        stack.enter_context(course_lock(course.root))
+        if not options.cluster:
+            stack.enter_context(sandbox.MODE.using(options.unsafe_no_sandbox))
+        rows = grade(options, course, limits, tolerance, jobs, cluster)
     rows.sort(key=lambda r: (r.student, r.notebook))
     if options.unsafe_no_sandbox:
         for row in rows:
@@ -198,6 +158,64 @@ def run(options: Options) -> list[Row]:
     for row in rows:
         validate(row)
     write_outputs(course, options, rows)
+    return rows
+
+
+def grade(options: Options, course: Course, limits: Limits, tolerance: Tolerance, jobs: int,
+          cluster: Connection | None) -> list[Row]:
+    """Under the course lock: find what needs grading, grade it (locally or on `cluster`), store it, finish."""
+    spec = load_assignment(course.coursedir.db_url, options.assignment)
+    settings = settings_text(limits, tolerance, options.unsafe_no_sandbox)
+    secret = course_secret(course.root)
+    journal = Journal(course.root, secret)
+    rows: list[Row] = []
+    todo: list[Task] = []
+    students = course.students(options.assignment, options.students)
+    if not students:
+        raise GradingError(f"no submissions of {options.assignment!r} in {course.root / course.coursedir.submitted_directory}")
+    unnamed = [s for s in students if valid_text(s) != s or "\n" in s]  # no gradebook, CSV or page can hold the id
+    for student in unnamed:
+        rows += [Row(valid_text(student), name, 0.0, nb.max_score, Status.NOT_GRADED)
+                 for name, nb in spec.notebooks.items()]
+        for row in rows[-len(spec.notebooks):]:
+            row.add(Code.UNNAMED, UNNAMED)
+    students = [s for s in students if s not in unnamed]
+    for student in students:
+        folder = course.submitted(student, options.assignment)
+        for name in spec.notebooks:
+            item = Item(student, name, folder / f"{name}.ipynb")
+            fp = fingerprint(item.path, spec, settings)
+            old = journal.get(Journal.key(options.assignment, student, name))
+            if (old and old.fingerprint == fp and not options.force
+                    and autograded_untouched(old, course.autograded(student, options.assignment) / f"{name}.ipynb")):
+                rows.append(old.row(student, name))
+            else:
+                todo.append(Task(item, fp))
+    if not options.cluster:
+        sandbox.MODE.ready()  # the reading above overlapped the sandbox's start; the gradebook is written only now
+    register_students(course.coursedir.db_url, course.coursedir.course_id, [t.item.student for t in todo])
+    shared = Shared(spec.notebooks, limits, tolerance, secret, options.clock)
+    writer = Writer(course.coursedir.db_url, course.coursedir.course_id, options.assignment, spec,
+                    Paths(lambda student: course.autograded(student, options.assignment),
+                          course.release(options.assignment)), journal, options.clock)
+    try:
+        if cluster is not None:
+            from .cluster import grade_on_cluster
+
+            rows += grade_on_cluster(todo, shared, writer, cluster, options.progress)
+        else:
+            pool = LocalPool(shared, jobs)
+            try:
+                rows += writer.run(todo, pool, options.progress)
+            finally:
+                pool.close()
+    finally:
+        writer.close()
+        journal.close()
+    for row in rows:  # a record the grader did not write (its HMAC fails) was ignored: say so
+        if Journal.key(options.assignment, row.student, row.notebook) in journal.rejected:
+            row.add(Code.EDITED_STATE, EDITED_STATE)
+    finish(course, options.assignment, [r for r in rows if not r.has(Code.UNNAMED)])
     return rows
 
 

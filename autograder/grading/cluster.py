@@ -150,6 +150,14 @@ def load_grader() -> None:
 
     lean_start()
     importlib.import_module(f"{__package__}.pipeline")
+    from nbformat import v4
+
+    from .safe_html import safe_notebook
+    from .store import notebook_file
+
+    # a notebook made safe and rendered once: what the first graded notebook would import (markdown, syntax colours)
+    notebook_file(safe_notebook(v4.new_notebook(cells=[v4.new_markdown_cell("*warm*"), v4.new_code_cell(
+        "1", outputs=[v4.new_output("execute_result", {"text/html": "<b>1</b>"}, execution_count=1)])])))
 
 
 class SandboxCheck(WorkerPlugin):
@@ -367,33 +375,132 @@ class DaskPool:
             self.variable.delete()
 
 
-def grade_on_cluster(todo: list[Task], shared: Shared, writer: Writer, target: str, jobs: int, progress: bool) -> list[Row]:
-    """Grade `todo` on the cluster named by `target`; the writer stores each group as it arrives."""
+def connect_deadline() -> float:
+    """Seconds the driver waits for its client to connect: twice Dask's own connect timeout (its handshake has none)."""
+    import dask
+    from dask.utils import parse_timedelta
+
+    return 2 * float(parse_timedelta(dask.config.get("distributed.comm.timeouts.connect"), default="s") or 30)
+
+
+class Connection:
+    """A client of the cluster, connected and the sandbox check registered in a thread from the command's start, so the
+    workers import the grader and start their sandboxes while the driver imports the rest and reads the course."""
+
+    def __init__(self, target: str, jobs: int) -> None:
+        self.target, self.jobs, self.run = target, jobs, uuid.uuid4().hex[:12]
+        self.client: Client | None = None
+        self.cluster: Any = None
+        self.error: BaseException | None = None
+        self.closed = False
+        self.lock = threading.Lock()
+        self.thread = threading.Thread(target=self._connect, name="dask-connect", daemon=True)
+        self.thread.start()
+
+    def _connect(self) -> None:
+        from .types import GRADER_VERSION
+
+        try:
+            client, cluster = connect(self.target, self.jobs)
+            with self.lock:
+                self.client, self.cluster = client, cluster
+                if self.closed:  # the command ended (an error, nothing to grade) before the scheduler answered
+                    self._close_locked()
+                    return
+            client.register_plugin(SandboxCheck(self.run, GRADER_VERSION), name=SandboxCheck.name)
+        except BaseException as exc:  # raised in the driver's thread by `get`
+            self.error = exc
+
+    def get(self) -> Client:
+        """The connected client, once the workers have been asked to start their sandboxes; its error if it failed."""
+        from .source import GradingError
+
+        deadline = connect_deadline()
+        self.thread.join(deadline)
+        if self.thread.is_alive():  # a server that takes the connection and never answers (not a Dask scheduler)
+            self.close()
+            raise GradingError(f"the Dask scheduler {self.target} did not answer within {deadline:g} s (is it the "
+                               "address of a Dask scheduler?)")
+        if self.error is not None:
+            raise self.error
+        assert self.client is not None
+        return self.client
+
+    def _close_locked(self) -> None:
+        client, cluster, self.client, self.cluster = self.client, self.cluster, None, None
+        if client is not None:
+            with contextlib.suppress(Exception):  # the scheduler may be gone already
+                client.close()
+        if cluster is not None:
+            cluster.close()
+
+    def close(self) -> None:
+        """Close the client (and a cluster started here); one still connecting closes itself once it connects."""
+        with self.lock:
+            self.closed = True
+            self._close_locked()
+
+    def __enter__(self) -> Connection:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+_early: Connection | None = None
+
+
+def start_early(argv: list[str]) -> None:
+    """From the command line's start (autograder/__main__.py): connect to the `--cluster` of `grade` at once."""
+    global _early
+    target, jobs = _option(argv, "--cluster"), _option(argv, "--jobs")
+    if target and target.strip() and "--unsafe-no-sandbox" not in argv:
+        _early = Connection(target, int(jobs) if jobs and jobs.isdigit() else 0)
+
+
+def _option(argv: list[str], name: str) -> str | None:
+    """The value of `name` (as `name value` or `name=value`) in argv, the last one as argparse takes it."""
+    value = None
+    for i, arg in enumerate(argv):
+        if arg == name and i + 1 < len(argv):
+            value = argv[i + 1]
+        elif arg.startswith(f"{name}="):
+            value = arg.split("=", 1)[1]
+    return value
+
+
+def connection(target: str, jobs: int) -> Connection:
+    """The connection to `target` started with the command (when it asked for this one), else a new one."""
+    global _early
+    early, _early = _early, None
+    if early is not None and (early.target, early.jobs) == (target, jobs):
+        return early
+    if early is not None:
+        early.close()
+    return Connection(target, jobs)
+
+
+def grade_on_cluster(todo: list[Task], shared: Shared, writer: Writer, connection: Connection, progress: bool) -> list[Row]:
+    """Grade `todo` on the connection's cluster; the writer stores each group as it arrives."""
     from tqdm import tqdm
 
     from .source import GradingError
-    from .types import GRADER_VERSION
 
     if not todo:
         return []
-    client, own_cluster = connect(target, jobs)
-    run = uuid.uuid4().hex[:12]
-    workers = Workers(client, run, lambda line: tqdm.write(line, file=sys.stderr))
     pool = None
     try:
-        client.register_plugin(SandboxCheck(run, GRADER_VERSION), name=SandboxCheck.name)
+        client = connection.get()
+        workers = Workers(client, connection.run, lambda line: tqdm.write(line, file=sys.stderr))
         workers.wait_for_one()
-        pool = DaskPool(client, shared, workers, run, writer.assignment)
+        pool = DaskPool(client, shared, workers, connection.run, writer.assignment)
         rows = writer.run(todo, pool, progress, desc=f"grading {writer.assignment} on the cluster")
         workers.poll(every=0.0)
         return rows
     except OSError as exc:  # the scheduler went away (CommClosedError is an OSError): what is stored stays stored
-        raise GradingError(f"lost the Dask scheduler {target} ({type(exc).__name__}: {str(exc)[:200]}); "
+        raise GradingError(f"lost the Dask scheduler {connection.target} ({type(exc).__name__}: {str(exc)[:200]}); "
                            "run the same command again to grade the rest") from None
     finally:
         if pool is not None:
             pool.stop()
             pool.close()
-        client.close()
-        if own_cluster is not None:
-            own_cluster.close()

@@ -134,7 +134,6 @@ class Sandbox:
             detail = self.ready.get("error") or (said[-1] if said else self.dead or "no answer within the time limit")
             self.close()
             raise Unavailable(start_failure(detail))
-        self.started = time.perf_counter() - self.t0
         return self
 
     def _read(self) -> None:
@@ -158,7 +157,7 @@ class Sandbox:
                 continue
             with self.cond:
                 if op == "ready":
-                    self.ready = msg
+                    self.ready, self.started = msg, time.perf_counter() - self.t0  # (`start` may never wait for it)
                 elif op == "pong":
                     self.pongs += 1
                 elif op in ("spawned", "exited") and isinstance(msg.get("id"), int):
