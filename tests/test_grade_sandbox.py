@@ -545,3 +545,93 @@ def test_in_the_unprivileged_mode_a_notebooks_busy_threads_weigh_as_one_classmat
     finally:
         unprivileged.close()
     assert share > 0.3, f"a classmate got {share:.3f} of a CPU beside a notebook of busy threads"
+
+
+def slow_spawns(monkeypatch: pytest.MonkeyPatch, slow: set[int], delay: float) -> None:
+    """Every sandbox started from now stages a fork server that stalls `delay` s before its spawns numbered `slow`
+    (counted from 1), as a fork server on a machine too loaded to fork would: it answers nothing meanwhile."""
+    from autograder.grading.sandbox import client, staging
+
+    real = staging.stage
+
+    def stage(dest: Path) -> None:
+        real(dest)
+        server = dest / "autograder" / "grading" / "sandbox" / "forkserver.py"
+        server.write_text(server.read_text() + f'''
+
+_SPAWNS = [0]
+_real_spawn = spawn
+
+
+def spawn(channel_fd, cgroup_fds):  # (the test's stall, staged into this sandbox only)
+    _SPAWNS[0] += 1
+    if _SPAWNS[0] in {sorted(slow)!r}:
+        time.sleep({delay!r})
+    return _real_spawn(channel_fd, cgroup_fds)
+''')  # (its bytecode no longer matches: the server compiles this source)
+
+    monkeypatch.setattr(staging, "stage", stage)
+    monkeypatch.setattr(client, "SPAWN_TIMEOUT", 1.0)  # (10 s in a batch; the stall is scaled with it)
+
+
+CLASSMATE = "import time\ntime.sleep(4)  # still running when the slow spawn times out, and after it\nprint('classmate done')"
+
+
+def first_cell(worker: Any) -> str:
+    """What the worker's first cell printed (audit reports on the way are skipped)."""
+    deadline = time.monotonic() + 60
+    while True:
+        message = json.loads(worker.channel.recv(deadline, 2**24))
+        if message.get("op") == "cell":
+            return outputs(message)
+
+
+def launch(pool: Any, source: str) -> Any:
+    return pool.launch({"plan": {"cells": [{"kind": "code", "source": source}], "limits": LIMITS}, "files": {}})
+
+
+@pytest.mark.slow
+def test_a_spawn_that_stalls_past_its_timeout_is_retried_and_classmates_workers_run_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    if sandbox.unavailable_reason():
+        _unavailable(str(sandbox.unavailable_reason()))
+    slow_spawns(monkeypatch, {3}, delay=3.0)  # past SPAWN_TIMEOUT (1 s), within PING_TIMEOUT: slow, not stuck
+    pool = sandbox.Pool()
+    try:
+        classmates = [launch(pool, CLASSMATE) for _ in range(2)]  # spawns 1 and 2, running through the stall
+        box = pool.current()
+        slow = launch(pool, "print('the slow one, graded')")  # spawn 3 stalls and times out; spawn 4 is its retry
+        assert first_cell(slow) == "the slow one, graded\n"
+        assert [first_cell(w) for w in classmates] == ["classmate done\n"] * 2
+        assert pool.current() is box and box.alive and next(box.ids) == 5  # the same sandbox; 4 spawns asked
+        for worker in (*classmates, slow):
+            worker.close()
+    finally:
+        pool.close()
+
+
+@pytest.mark.slow
+def test_a_spawn_that_stalls_again_when_retried_costs_its_notebook_only_with_the_reason(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from autograder.grading import runner
+    from autograder.settings import Limits
+
+    if sandbox.unavailable_reason():
+        _unavailable(str(sandbox.unavailable_reason()))
+    slow_spawns(monkeypatch, {3, 4}, delay=2.5)  # the first try and its retry both time out
+    pool = sandbox.Pool()
+    monkeypatch.setattr(sandbox.MODE, "pool", pool)
+    monkeypatch.setattr(sandbox.MODE, "unsafe", False)
+    try:
+        classmates = [launch(pool, CLASSMATE) for _ in range(2)]
+        box = pool.current()
+        with pytest.raises(runner.Stopped, match="the grading sandbox could not start a worker: the sandbox did not "
+                                                 "start a worker within 1 s"):
+            runner.Session([{"kind": "code", "source": "print('never run')"}], Limits(), {})  # the notebook's 0 and why
+        assert [first_cell(w) for w in classmates] == ["classmate done\n"] * 2
+        assert pool.current() is box and box.alive
+        after = launch(pool, "print('the next notebook')")
+        assert first_cell(after) == "the next notebook\n"
+        for worker in (*classmates, after):
+            worker.close()
+    finally:
+        pool.close()
