@@ -142,7 +142,7 @@ def test_each_submission_records_its_grade_reason_and_flags(batch: dict, student
     row = batch["rows"][(student, corpus.NB)]
     assert float(row["score"]) == sum(case.expect.values()) and float(row["max_score"]) == 5
     assert row["status"] == case.status
-    assert case.reason in row["reason"]
+    assert case.reason in row["reason"] if case.reason else row["reason"] == "", row["reason"]
     if case.flag:
         assert case.flag in row["flags"], row["flags"]
         line = next(ln for ln in batch["stdout"].splitlines() if ln.startswith(student + " ") and corpus.NB in ln)
@@ -193,8 +193,8 @@ def test_a_second_grader_on_the_same_course_refuses_in_one_line(batch: dict) -> 
 
 
 def test_runaways_are_killed_with_the_processes_they_started(batch: dict) -> None:
-    left = subprocess.run(["pgrep", "-f", "sleep 987"], capture_output=True, text=True)
-    assert left.stdout.strip() == "", "a process started by a runaway notebook outlived its worker"
+    left = corpus.left_behind(f"sleep {corpus.SLEEP}")
+    assert left == "", f"a process started by a runaway notebook outlived its worker: {left}"
 
 
 def test_a_notebook_deleting_its_working_directory_leaves_the_course_alone(batch: dict) -> None:
@@ -246,7 +246,8 @@ def test_killing_the_adversarial_batch_then_rerunning_records_every_grade_once(b
 
 def test_flooded_outputs_leave_autograded_notebooks_near_the_output_cap(batch: dict) -> None:
     course = batch["course"]
-    for student in ("huge_display_json", "huge_png_and_html", "many_small_outputs", "cap_raised_in_memory", "print_gigabyte"):
+    for student in ("huge_display_json", "huge_png_and_html", "many_small_outputs", "cap_raised_in_memory", "print_gigabyte",
+                    "display_updates"):
         size = (course / "autograded" / student / corpus.ASSIGNMENT / f"{corpus.NB}.ipynb").stat().st_size
         assert size < 2 * 2**20, f"{student}: {size} bytes"  # cap 1 MB of output per cell, plus the notebook itself
 
@@ -254,8 +255,8 @@ def test_flooded_outputs_leave_autograded_notebooks_near_the_output_cap(batch: d
 def test_nothing_a_notebook_started_outlives_the_batch_or_reaches_the_course(batch: dict) -> None:
     course = batch["course"]
     time.sleep(3)  # a survivor would have hunted 2 s after its notebook ended
-    left = subprocess.run(["pgrep", "-f", "pwned-"], capture_output=True, text=True)
-    assert left.stdout.strip() == "", "a process started by a notebook outlived its grading"
+    left = corpus.left_behind(corpus.TOKEN)
+    assert left == "", f"a process started by a notebook outlived its grading: {left}"
     assert tree_digest(course / "submitted") == batch["submitted_before"], "a submission changed during grading"
     reached = [p for p in course.parent.rglob("*") if p.name.startswith("pwned-") or (p.name in ("glob.py", "json.py")
                and "submitted" not in p.parts and not shipped_with_the_submission(course, p))]
@@ -285,6 +286,55 @@ def test_a_notebooks_total_output_is_bounded_whatever_its_number_of_cells(batch:
     from autograder.settings import Limits
 
     course = batch["course"]
-    for student in ("many_printing_cells", "many_display_cells"):
+    for student in ("many_printing_cells", "many_display_cells", "many_stderr_cells", "many_result_cells"):
         size = (course / "autograded" / student / corpus.ASSIGNMENT / f"{corpus.NB}.ipynb").stat().st_size
         assert size < Limits().notebook_output_bytes + 2**20, f"{student}: {size} bytes"  # 60 cells of ~1 MB each
+
+
+@pytest.mark.xfail(strict=True, reason="grader bug (adv19): outputs are counted as compact JSON, but nbformat writes the "
+                   "autograded notebook indented, one JSON list item a line: 4.9 MB of counted output became an 11.2 MB file")
+def test_the_autograded_notebook_stays_within_the_output_total_whatever_the_shape_of_its_json_outputs(batch: dict) -> None:
+    from autograder.settings import Limits
+
+    path = batch["course"] / "autograded" / "many_picture_cells" / corpus.ASSIGNMENT / f"{corpus.NB}.ipynb"
+    size = path.stat().st_size  # 60 cells of a picture and a JSON list of 100 000 numbers, each just under the cell cap
+    assert size < Limits().notebook_output_bytes + 2**20, f"{size} bytes"
+
+
+def printed(course: Path, student: str) -> str:
+    """What the student's notebook printed while graded, from its autograded notebook."""
+    nb = json.loads((course / "autograded" / student / corpus.ASSIGNMENT / f"{corpus.NB}.ipynb").read_text())
+    return json.dumps([c.get("outputs", []) for c in nb["cells"]])
+
+
+def test_memory_no_limit_counts_stops_at_the_notebooks_own_bounds(batch: dict) -> None:
+    import re
+
+    from adversarial.bounds import HELD_MIB
+
+    for student, most in HELD_MIB.items():
+        held = re.findall(r"held MiB: (\d+)", printed(batch["course"], student))
+        assert held and int(held[-1]) <= most, (student, held)
+    assert "shmget -1 1" in printed(batch["course"], "sysv_shm_hold")  # refused: EPERM
+    assert "socketpair stopped: 1" in printed(batch["course"], "sysv_shm_hold")
+
+
+def test_frames_reached_through_generators_tracebacks_and_coroutines_are_reported_and_what_they_replaced_is_caught(
+        batch: dict) -> None:
+    from adversarial.bounds import FRAME_ROUTES
+
+    for student in FRAME_ROUTES:
+        flags = batch["rows"][(student, corpus.NB)]["flags"]
+        assert "tampering with the grader" in flags and "the worker's" in flags, (student, flags)
+
+
+def test_notebooks_that_load_the_machine_cost_classmates_graded_beside_them_nothing(batch: dict) -> None:
+    for student in ("loads_the_machine", "fork_bomb"):  # their neighbours in the batch's order
+        names = sorted({s for s, _ in batch["rows"]})
+        at = names.index(student)
+        for neighbour in names[max(0, at - 2):at + 3]:
+            case = ALL.get(neighbour)
+            if neighbour != student and case is not None:
+                row = batch["rows"][(neighbour, corpus.NB)]
+                assert float(row["score"]) == sum(case.expect.values()), (student, neighbour, row)
+                assert "could not start" not in row["reason"] and "sandbox" not in row["reason"], row

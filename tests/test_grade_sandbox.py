@@ -16,6 +16,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +76,14 @@ def run(box: Any, *sources: str, files: dict[str, str] | None = None) -> list[st
         return printed
     finally:
         worker.close()
+
+
+RUN = f"{uuid.uuid4().int % 10**6:06d}"  # in every test process's `sleep` argument: no earlier run's process matches
+
+
+def seconds(n: int) -> str:
+    """A `sleep` argument unique to this run (n seconds and a fraction)."""
+    return f"{n}.{RUN}"
 
 
 def nothing_left(marker: str) -> bool:
@@ -160,26 +169,26 @@ def test_the_submissions_files_reach_the_scratch_as_data(box: Any) -> None:
 
 
 def test_processes_a_notebook_starts_are_gone_when_it_ends_even_after_setsid_or_a_double_fork(box: Any) -> None:
-    code = '''import os, subprocess, time
-subprocess.Popen(["setsid", "sleep", "3011"], start_new_session=True)
+    code = f'''import os, subprocess, time
+subprocess.Popen(["setsid", "sleep", "{seconds(3011)}"], start_new_session=True)
 if os.fork() == 0:
     os.setsid()
     if os.fork() == 0:
-        os.execvp("sleep", ["sleep", "3012"])
+        os.execvp("sleep", ["sleep", "{seconds(3012)}"])
     os._exit(0)
 time.sleep(0.3)
 print(subprocess.run(["sh", "-c", "ls /proc | wc -l"], capture_output=True, text=True).stdout)'''
     run(box, code)
     deadline = time.monotonic() + 5
-    while time.monotonic() < deadline and not (nothing_left("sleep 3011") and nothing_left("sleep 3012")):
+    while time.monotonic() < deadline and not (nothing_left(f"sleep {seconds(3011)}") and nothing_left(f"sleep {seconds(3012)}")):
         time.sleep(0.1)
-    assert nothing_left("sleep 3011") and nothing_left("sleep 3012")
+    assert nothing_left(f"sleep {seconds(3011)}") and nothing_left(f"sleep {seconds(3012)}")
 
 
 def test_killing_a_runaway_worker_from_outside_takes_every_process_it_started(box: Any) -> None:
-    code = '''import signal, subprocess
+    code = f'''import signal, subprocess
 signal.signal(signal.SIGALRM, signal.SIG_IGN)
-subprocess.Popen(["sleep", "3013"], start_new_session=True)
+subprocess.Popen(["sleep", "{seconds(3013)}"], start_new_session=True)
 print("looping", flush=True)
 while True:
     pass'''
@@ -190,9 +199,9 @@ while True:
     assert worker.exitcode(5) == -signal.SIGKILL
     worker.close()
     deadline = time.monotonic() + 5
-    while time.monotonic() < deadline and not nothing_left("sleep 3013"):
+    while time.monotonic() < deadline and not nothing_left(f"sleep {seconds(3013)}"):
         time.sleep(0.1)
-    assert nothing_left("sleep 3013")
+    assert nothing_left(f"sleep {seconds(3013)}")
 
 
 def test_a_notebook_cannot_signal_the_grader_the_fork_server_or_another_notebook(box: Any) -> None:
@@ -397,7 +406,7 @@ print("held it all")'''
     assert run(box, "print('next')") == ["next\n"]
 
 
-SURVIVORS = '''import ctypes, os, signal, subprocess, sys, time
+SURVIVORS = f'''import ctypes, os, signal, subprocess, sys, time
 libc = ctypes.CDLL(None)
 def survivor(tag):
     libc.prctl(1, 0)  # PR_SET_PDEATHSIG 0: "my parent died" no longer ends it
@@ -405,13 +414,13 @@ def survivor(tag):
 if os.fork() == 0:  # setsid, then a double fork
     os.setsid()
     if os.fork() == 0:
-        survivor("5101")
+        survivor("{seconds(5101)}")
     os._exit(0)
 if os.fork() == 0:  # stops itself
     libc.prctl(1, 0)
     os.kill(os.getpid(), signal.SIGSTOP)
-    survivor("5102")
-subprocess.Popen(["sleep", "5103"], start_new_session=True, preexec_fn=lambda: libc.prctl(1, 0))
+    survivor("{seconds(5102)}")
+subprocess.Popen(["sleep", "{seconds(5103)}"], start_new_session=True, preexec_fn=lambda: libc.prctl(1, 0))
 libc.prctl(1, 0)  # the notebook's own process too
 time.sleep(0.5)
 print("started", flush=True)
@@ -422,13 +431,13 @@ while True:
 def test_no_process_of_a_notebook_outlives_its_kill_whatever_it_did_to_its_death_signal(box: Any) -> None:
     worker = box.launch({"plan": {"cells": [{"kind": "code", "source": SURVIVORS}], "limits": LIMITS}, "files": {}})
     deadline = time.monotonic() + 30
-    while not nothing_left("sleep 5103") and time.monotonic() < deadline and nothing_left("sleep 5101"):
+    while not nothing_left(f"sleep {seconds(5103)}") and time.monotonic() < deadline and nothing_left(f"sleep {seconds(5101)}"):
         time.sleep(0.05)
     time.sleep(0.3)
-    assert not nothing_left("sleep 5101") and not nothing_left("sleep 5103"), "the survivors never started"
+    assert not nothing_left(f"sleep {seconds(5101)}") and not nothing_left(f"sleep {seconds(5103)}"), "the survivors never started"
     worker.kill()  # returns once the server reports the notebook's PID namespace gone
     assert worker.exitcode() == -signal.SIGKILL
-    assert all(nothing_left(f"sleep 510{i}") for i in (1, 2, 3)), "a process outlived its notebook"
+    assert all(nothing_left(f"sleep {seconds(5100 + i)}") for i in (1, 2, 3)), "a process outlived its notebook"
     worker.close()
 
 
@@ -545,3 +554,93 @@ def test_in_the_unprivileged_mode_a_notebooks_busy_threads_weigh_as_one_classmat
     finally:
         unprivileged.close()
     assert share > 0.3, f"a classmate got {share:.3f} of a CPU beside a notebook of busy threads"
+
+
+def slow_spawns(monkeypatch: pytest.MonkeyPatch, slow: set[int], delay: float) -> None:
+    """Every sandbox started from now stages a fork server that stalls `delay` s before its spawns numbered `slow`
+    (counted from 1), as a fork server on a machine too loaded to fork would: it answers nothing meanwhile."""
+    from autograder.grading.sandbox import client, staging
+
+    real = staging.stage
+
+    def stage(dest: Path) -> None:
+        real(dest)
+        server = dest / "autograder" / "grading" / "sandbox" / "forkserver.py"
+        server.write_text(server.read_text() + f'''
+
+_SPAWNS = [0]
+_real_spawn = spawn
+
+
+def spawn(channel_fd, cgroup_fds):  # (the test's stall, staged into this sandbox only)
+    _SPAWNS[0] += 1
+    if _SPAWNS[0] in {sorted(slow)!r}:
+        time.sleep({delay!r})
+    return _real_spawn(channel_fd, cgroup_fds)
+''')  # (its bytecode no longer matches: the server compiles this source)
+
+    monkeypatch.setattr(staging, "stage", stage)
+    monkeypatch.setattr(client, "SPAWN_TIMEOUT", 1.0)  # (10 s in a batch; the stall is scaled with it)
+
+
+CLASSMATE = "import time\ntime.sleep(4)  # still running when the slow spawn times out, and after it\nprint('classmate done')"
+
+
+def first_cell(worker: Any) -> str:
+    """What the worker's first cell printed (audit reports on the way are skipped)."""
+    deadline = time.monotonic() + 60
+    while True:
+        message = json.loads(worker.channel.recv(deadline, 2**24))
+        if message.get("op") == "cell":
+            return outputs(message)
+
+
+def launch(pool: Any, source: str) -> Any:
+    return pool.launch({"plan": {"cells": [{"kind": "code", "source": source}], "limits": LIMITS}, "files": {}})
+
+
+@pytest.mark.slow
+def test_a_spawn_that_stalls_past_its_timeout_is_retried_and_classmates_workers_run_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    if sandbox.unavailable_reason():
+        _unavailable(str(sandbox.unavailable_reason()))
+    slow_spawns(monkeypatch, {3}, delay=3.0)  # past SPAWN_TIMEOUT (1 s), within PING_TIMEOUT: slow, not stuck
+    pool = sandbox.Pool()
+    try:
+        classmates = [launch(pool, CLASSMATE) for _ in range(2)]  # spawns 1 and 2, running through the stall
+        box = pool.current()
+        slow = launch(pool, "print('the slow one, graded')")  # spawn 3 stalls and times out; spawn 4 is its retry
+        assert first_cell(slow) == "the slow one, graded\n"
+        assert [first_cell(w) for w in classmates] == ["classmate done\n"] * 2
+        assert pool.current() is box and box.alive and next(box.ids) == 5  # the same sandbox; 4 spawns asked
+        for worker in (*classmates, slow):
+            worker.close()
+    finally:
+        pool.close()
+
+
+@pytest.mark.slow
+def test_a_spawn_that_stalls_again_when_retried_costs_its_notebook_only_with_the_reason(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from autograder.grading import runner
+    from autograder.settings import Limits
+
+    if sandbox.unavailable_reason():
+        _unavailable(str(sandbox.unavailable_reason()))
+    slow_spawns(monkeypatch, {3, 4}, delay=2.5)  # the first try and its retry both time out
+    pool = sandbox.Pool()
+    monkeypatch.setattr(sandbox.MODE, "pool", pool)
+    monkeypatch.setattr(sandbox.MODE, "unsafe", False)
+    try:
+        classmates = [launch(pool, CLASSMATE) for _ in range(2)]
+        box = pool.current()
+        with pytest.raises(runner.Stopped, match="the grading sandbox could not start a worker: the sandbox did not "
+                                                 "start a worker within 1 s"):
+            runner.Session([{"kind": "code", "source": "print('never run')"}], Limits(), {})  # the notebook's 0 and why
+        assert [first_cell(w) for w in classmates] == ["classmate done\n"] * 2
+        assert pool.current() is box and box.alive
+        after = launch(pool, "print('the next notebook')")
+        assert first_cell(after) == "the next notebook\n"
+        for worker in (*classmates, after):
+            worker.close()
+    finally:
+        pool.close()

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +28,10 @@ NB = "02_values"
 GRADE_02 = ("check_02_value_repr", "check_02_add", "check_02_mul", "check_02_manual_backprop")
 MARKER = re.compile(r"^[ \t]*### (BEGIN|END) SOLUTION[^\n]*\n?", re.M)
 BIG_MB = 100
+# In the command line of every process an attack starts, and in every test's pgrep: a process left by an earlier run
+# (or another checkout's run) can neither fail nor pass this run's tests. Made once per run.
+TOKEN = f"pwned-{uuid.uuid4().hex[:12]}"
+SLEEP = f"987.{uuid.uuid4().int % 10**6:06d}"  # the runaway's `sleep` argument (seconds), unique to this run
 
 
 def gid(cell: nbformat.NotebookNode) -> str | None:
@@ -67,6 +74,25 @@ def before_assignment(nb: nbformat.NotebookNode, grade_id: str, code: str) -> nb
 def append(nb: nbformat.NotebookNode, grade_id: str, code: str) -> nbformat.NotebookNode:
     cell(nb, grade_id).source += "\n" + code
     return nb
+
+
+def prepend(nb: nbformat.NotebookNode, grade_id: str, code: str) -> nbformat.NotebookNode:
+    """`code` first in the cell: if it stops the cell (SystemExit), nothing of the cell is defined and points are lost."""
+    c = cell(nb, grade_id)
+    c.source = code + "\n" + c.source
+    return nb
+
+
+def left_behind(marker: str = TOKEN, user: int | None = None, wait: float = 10.0) -> str:
+    """The processes whose command line holds `marker` (of `user`, if given), polled up to `wait` s until there are
+    none: a killed process takes a moment to be reaped. "" when none is left."""
+    argv = ["pgrep", "-a", *(("-u", str(user)) if user is not None else ()), "-f", marker]
+    deadline = time.monotonic() + wait
+    while True:
+        left = subprocess.run(argv, capture_output=True, text=True).stdout.strip()
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.2)
 
 
 def replace(nb: nbformat.NotebookNode, grade_id: str, old: str, new: str) -> nbformat.NotebookNode:
@@ -239,7 +265,7 @@ Value.__mul__ = __mul__'''
 
 LOOP_IGNORING_LIMITS = '''import signal
 import subprocess
-child = subprocess.Popen(["sleep", "987"])  # must die with the worker's process group
+child = subprocess.Popen(["sleep", "@SLEEP@"])  # must die with the worker's process group
 signal.signal(signal.SIGALRM, signal.SIG_IGN)
 while True:
     pass'''
@@ -295,7 +321,7 @@ CASES: dict[str, Case] = {
     # runaways: the limits stop them, the rest of the notebook is graded
     "infinite_loop": Case(lambda: before_assignment(solved(), "ex_02_mul", "while True:\n    pass"),
                           scores(1, 1, 0, 2), "time limit"),
-    "loop_ignoring_limits": Case(lambda: before_assignment(solved(), "ex_02_mul", LOOP_IGNORING_LIMITS),
+    "loop_ignoring_limits": Case(lambda: before_assignment(solved(), "ex_02_mul", LOOP_IGNORING_LIMITS.replace("@SLEEP@", SLEEP)),
                                  scores(1, 1, 0, 0), "no answer within", "subprocess.Popen (runs sleep)"),
     "memory_bomb": Case(lambda: before_assignment(solved(), "ex_02_mul", "hog = [bytearray(10**8) for _ in range(1000)]"),
                         scores(1, 1, 0, 2), "ran out of memory"),

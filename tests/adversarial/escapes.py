@@ -3,12 +3,13 @@ leak secrets and hidden tests into feedback (class 6). Graded with the rest of c
 
 Every attack here is generic: it searches the machine for what it is after (no path is handed to it), and
 whatever it finds it marks by creating a file named `pwned-*` beside it, so `test_grade_adversarial.py` can tell
-afterwards that nothing outside the sandbox was reached. Inside the sandbox there is nothing to find.
+afterwards that nothing outside the sandbox was reached. Inside the sandbox there is nothing to find. Every process
+they start carries `corpus.TOKEN` (made once per run) in its command line, which the tests look for.
 """
 
 from __future__ import annotations
 
-from .corpus import FULL, Case, append, scores, solved
+from .corpus import FULL, TOKEN, Case, append, scores, solved
 
 # Where an attacker looks: everything but the system's own folders (a walk of /usr takes longer than a cell may).
 HUNT = '''import os, sys
@@ -29,7 +30,7 @@ def mark(path, tag):
         pass
 '''
 
-SURVIVOR = HUNT + '''import time
+SURVIVOR = f"# {TOKEN}: this run's marker, in the command line\n" + HUNT + '''import time
 time.sleep(2)  # the notebook is over by now: is anything of it still running?
 for path in hunt({"gradebook.db", ".autograder-state.json", ".autograder-journal.jsonl"}):
     mark(path, "{tag}")
