@@ -12,6 +12,8 @@ from typing import Any
 
 import nbformat
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from autograder.grading import channel, runner, sandbox
 from autograder.grading.channel import Violation
@@ -108,6 +110,49 @@ def test_a_notebooks_outputs_past_its_total_are_dropped_with_a_note(forged: Forg
     assert total <= 50_000 + channel.RESERVE + cells * 200
     assert [n for n in notes if n.startswith(runner.OUTPUTS_DROPPED)] == [
         f"{runner.OUTPUTS_DROPPED} 50000 bytes, from {s.where.split(' (')[0].rsplit(' ', 1)[0]} {len(kept) + 1} on"]
+
+
+def test_the_total_counts_outputs_as_the_autograded_file_holds_them_so_the_file_stays_near_it(forged: ForgedWorker) -> None:
+    from autograder.grading.store import notebook_file
+
+    cells = 12
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print('\\n' * 10_000)") for _ in range(cells)])
+    out = [{"output_type": "stream", "name": "stdout", "text": "\n" * 10_000}]  # 20 kB as compact JSON, ~120 kB written
+    stream = b"".join(frame({"op": "cell", "index": i, "outputs": out, "tampered": [], "seq": i + 1}) for i in range(cells))
+    threading.Thread(target=forged.write, args=(stream + frame({"op": "done", "seq": cells + 1}),), daemon=True).start()
+    limits = Limits(notebook_output_bytes=200_000, output_bytes=30_000)
+    s = runner.Session([{"kind": "code", "source": "pass"}] * cells, limits, {})
+    notes: list[str] = []
+    runner._converse(s, nb, [(i, None) for i in range(cells)], limits, Tolerance(), None, [], notes, [])
+    s.close()
+    kept = sum(c.outputs[0]["text"] == "\n" * 10_000 for c in nb.cells)
+    assert 0 < kept < cells and any(n.startswith(runner.OUTPUTS_DROPPED) for n in notes)
+    assert len(notebook_file(nb)[0]) < 200_000 + channel.RESERVE + 150_000  # one cell past the total at most
+
+
+outputs_strategy = st.lists(st.one_of(
+    st.builds(lambda t: {"output_type": "stream", "name": "stdout", "text": t}, st.text(st.sampled_from("ab\n\r\"\\é\t"))),
+    st.builds(lambda d, t: {"output_type": "display_data", "metadata": {}, "data": {"application/json": d, "text/plain": t}},
+              st.recursive(st.none() | st.integers() | st.text(max_size=5), lambda c: st.lists(c, max_size=4), max_leaves=20),
+              st.text(st.sampled_from("xy\n"))),
+), max_size=4)
+
+
+@given(outputs_strategy)
+@settings(max_examples=60, deadline=None)
+def test_written_size_is_what_the_outputs_add_to_the_autograded_file(outputs: list[dict[str, Any]]) -> None:
+    import copy
+
+    from autograder.grading.store import notebook_file, written_size
+
+    def file_of(outs: list[Any]) -> int:
+        return len(notebook_file(nbformat.from_dict(nbformat.v4.new_notebook(
+            cells=[nbformat.v4.new_code_cell("1", outputs=outs)])))[0])
+
+    before = copy.deepcopy(outputs)
+    size = written_size(outputs)
+    assert outputs == before  # measured, not changed
+    assert abs(size - (file_of(copy.deepcopy(outputs)) - file_of([]))) <= 4
 
 
 def test_the_honest_worker_drops_output_past_the_notebooks_total_and_the_cell_runs_on() -> None:

@@ -22,6 +22,7 @@ from .safe_html import escape_markdown
 from .sandbox import frames
 from .sanitize import Sanitized, redact_hidden_tests
 from .source import NotebookSpec, SourceCell
+from .store import written_size
 from .types import Graded
 
 GRACE = 5.0  # seconds the grader waits beyond a worker's own time limit before it kills the worker
@@ -297,8 +298,11 @@ def _converse(session: Session, nb: NotebookNode, plan: list[tuple[int, SourceCe
             cell.outputs = msg.outputs
             cell.execution_count = count
             note_errors(cell, session.where, bool(cell.metadata.get("nbgrader", {}).get("solution")), limits, notes)
-            output_bytes += msg.size
-            # (held one cell's outputs at most, never the notebook's; RESERVE: the honest worker's own notes and errors)
+            # the total counts outputs as the autograded file holds them (indented, text in lines: up to ~6x their
+            # compact JSON); once past it, a cell's outputs are dropped uncounted. (Held: one cell's outputs at most,
+            # never the notebook's; RESERVE: the honest worker's own notes and errors)
+            if output_bytes <= limits.notebook_output_bytes + channel.RESERVE and msg.outputs:
+                output_bytes += written_size(msg.outputs)
             over = output_bytes > limits.notebook_output_bytes + channel.RESERVE and msg.outputs
             dropped = channel.NOTEBOOK_NOTE.format(limit=limits.notebook_output_bytes)
             if (over or any(dropped in str(o.get("text", "")) for o in msg.outputs)) and not any(

@@ -104,6 +104,7 @@ def many_cells(code: str, count: int = 60) -> nbformat.NotebookNode:
 
 
 PRINT_UNDER_CAP = "print('p' * 990_000)"
+NEWLINES_UNDER_CAP = "print('\\n' * 490_000)"  # ~1 MB as compact JSON ("\\n" each), ~12 bytes a line as written
 DISPLAY_UNDER_CAP = "from IPython.display import HTML, display\ndisplay(HTML('<b>' + 'h' * 990_000 + '</b>'))"
 
 # ---------------------------------------------------------------- a read with no deadline, text no one can store
@@ -430,6 +431,7 @@ MORE: dict[str, Case] = {
     "many_stderr_cells": Case(lambda: many_cells(STDERR_UNDER_CAP), FULL, "outputs dropped"),
     "many_result_cells": Case(lambda: many_cells(RESULT_UNDER_CAP), FULL, "outputs dropped"),
     "many_picture_cells": Case(lambda: many_cells(PICTURE_UNDER_CAP), FULL, "outputs dropped"),
+    "many_newline_cells": Case(lambda: many_cells(NEWLINES_UNDER_CAP), FULL, "outputs dropped"),
     "display_updates": Case(lambda: append(solved(), "ex_02_value_class", DISPLAY_UPDATES), FULL),
     "drip_frame": Case(lambda: append(solved(), "ex_02_add", DRIP_FRAME), scores(1, 0, 0, 0), "broke the grading protocol",
                        "stopped in the middle of a message"),
