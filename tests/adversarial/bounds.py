@@ -109,15 +109,18 @@ DISPLAY_UNDER_CAP = "from IPython.display import HTML, display\ndisplay(HTML('<b
 
 # ---------------------------------------------------------------- a read with no deadline, text no one can store
 
-RAW_CHANNEL = '''import os, stat, struct, time
-def channel_fds():
+# the worker's channel: learner code finds it among its descriptors, to write raw frames
+CHANNEL_FDS = '''def channel_fds():
     for fd in range(3, 64):
         try:
             if stat.S_ISSOCK(os.fstat(fd).st_mode):
                 yield fd
         except OSError:
             pass
-for fd in channel_fds():
+'''
+
+RAW_CHANNEL = '''import os, stat, struct, time
+''' + CHANNEL_FDS + '''for fd in channel_fds():
     os.write(fd, {payload})
 {after}'''
 
@@ -336,14 +339,7 @@ for i in range(2000):  # one display updated again and again: 100 MB of updates
 # ---------------------------------------------------------------- a read with no deadline, text no one can store
 
 RAW_FRAMES = """import json, os, stat, struct, time
-def channel_fds():
-    for fd in range(3, 64):
-        try:
-            if stat.S_ISSOCK(os.fstat(fd).st_mode):
-                yield fd
-        except OSError:
-            pass
-def frame(data):
+""" + CHANNEL_FDS + """def frame(data):
     return struct.pack("!i", len(data)) + data
 fds = list(channel_fds())
 for fd in fds:
