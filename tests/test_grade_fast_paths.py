@@ -75,6 +75,29 @@ def test_the_guards_identity_check_sees_what_the_full_comparison_sees(guarded, t
     assert any(name.startswith(module.__name__) for name in guard.changes()), guard.changes()
 
 
+def test_replacing_any_guarded_item_of_any_table_or_module_is_seen_by_the_identity_check() -> None:
+    import builtins
+
+    guard = Guard({})
+    sentinel = object()
+    tried = singles = 0
+    for mapping, keys, _ in guard.views:
+        # (builtins left out: the check itself calls `all` and `map`; a class's attributes: replace_method above)
+        if type(mapping) is not dict or mapping is vars(builtins) or not keys:
+            continue
+        singles += len(keys) == 1
+        for key in dict.fromkeys((keys[0], keys[-1])):
+            original = mapping[key]
+            mapping[key] = sentinel
+            try:
+                assert not guard.unchanged(), key
+            finally:
+                mapping[key] = original
+            assert guard.unchanged(), key
+            tried += 1
+    assert tried > 100 and singles > 0
+
+
 def test_new_attributes_and_a_replaced_then_restored_item_are_no_change(guarded) -> None:
     module, guard = guarded
     module.EXTRA = 1

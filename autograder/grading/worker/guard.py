@@ -31,6 +31,14 @@ class Guard:
         self.functions: tuple[Any, ...] = ()
         self.owned: list[tuple[Any, type, dict[str, Any]]] = []  # (object, its class, its attributes) of `watch`
         self.items = self._take(self.views)
+        # every guarded value fetched and compared at C speed: one itemgetter per mapping, called by `map` (a
+        # mapping.get per item, in a loop per mapping, was most of the guard's time after each cell). A single key is
+        # asked twice, so that every getter returns a tuple.
+        walked = [(mapping, keys if len(keys) > 1 else keys * 2, values if len(keys) > 1 else values * 2)
+                  for mapping, keys, values in self.views if keys]
+        self.mappings = tuple(mapping for mapping, _, _ in walked)
+        self.getters = tuple(operator.itemgetter(*keys) for _, keys, _ in walked)
+        self.values = tuple(itertools.chain.from_iterable(values for _, _, values in walked))
         # A function's code, defaults, globals... as the collector sees them: reading `__code__` raises an audit
         # event per function (hundreds per cell through the worker's audit hook, ~4 ms); this is one call.
         self.referents = gc.get_referents
@@ -98,9 +106,12 @@ class Guard:
         same items `changes` compares (it runs only when this says something moved)."""
         if self.owned and self._owned_changes():
             return False
-        for mapping, keys, values in self.views:
-            if not all(map(operator.is_, map(mapping.get, keys, itertools.repeat(_MISSING)), values)):
+        try:
+            now = itertools.chain.from_iterable(map(operator.call, self.getters, self.mappings))
+            if not all(map(operator.is_, now, self.values)):
                 return False
+        except Exception:  # a guarded name removed (KeyError), or a lookup that fails: `changes` compares in full
+            return False
         parts = self.referents(*self.functions)
         return len(parts) == len(self.function_parts) and all(map(operator.is_, parts, self.function_parts))
 
