@@ -43,7 +43,8 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("assignment", help="the assignment, as in submitted/<student>/<assignment>/")
     g.add_argument("--course", help="the course directory (default: the config's, else $AUTOGRADER_COURSE_DIR or ./course)")
     g.add_argument("--student", action="append", dest="students", metavar="ID", help="grade only this student (repeatable)")
-    g.add_argument("--jobs", type=int, default=0, help="parallel workers (default: BatchGrading.jobs, else the CPU count)")
+    g.add_argument("--jobs", type=int, default=0, help="notebooks graded at a time (default: BatchGrading.jobs, else one more than the "
+                   "CPUs, as many as fit in memory)")
     g.add_argument("--force", action="store_true", help="regrade submissions that are already graded and unchanged")
     g.add_argument("--csv", dest="csv_path", metavar="FILE", nargs="?", const="",
                    help="also write the summary as CSV (default FILE: <course>/<assignment>-summary.csv)")
@@ -129,7 +130,7 @@ def grade_command(args: argparse.Namespace) -> int:
     from .grading import batch
 
     if args.jobs < 0:
-        raise UsageError("--jobs must be 0 (one per CPU) or more")
+        raise UsageError("--jobs must be 0 (the default: one more than the CPUs) or more")
     if args.cluster is not None and args.unsafe_no_sandbox:
         raise UsageError("--cluster grades only in the sandbox: --unsafe-no-sandbox is for one machine")
     if args.cluster is not None and not args.cluster.strip():

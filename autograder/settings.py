@@ -34,7 +34,8 @@ class Limits(Configurable):
 class BatchGrading(Configurable):
     """How `python -m autograder grade` runs."""
 
-    jobs = Int(0, help="Parallel grading workers; 0 means one per CPU.").tag(config=True)
+    jobs = Int(0, help="Notebooks graded at a time; 0 means one more than the CPUs, as many as fit in memory at "
+                       "Limits.memory_mb each.").tag(config=True)
 
 
 def load_config(path: str | os.PathLike[str] | None = None) -> Config:

@@ -4,6 +4,7 @@ forged worker on a socket pair (no sandbox needed)."""
 
 from __future__ import annotations
 
+import os
 import socket
 import struct
 import threading
@@ -218,3 +219,13 @@ def test_a_worker_that_does_not_read_the_graders_request_stops_at_a_deadline(for
     t.join(20)
     assert done.is_set()
     s.close()
+
+
+def test_by_default_one_more_notebook_than_cpus_is_graded_at_a_time_never_more_than_fit_in_memory() -> None:
+    from autograder.grading.batch import default_jobs
+
+    gib = 2**30
+    assert default_jobs(2048, cpus=2, memory_bytes=24 * gib) == 3
+    assert default_jobs(2048, cpus=64, memory_bytes=32 * gib) == 16  # 16 notebooks at their 2 GiB limit fill it
+    assert default_jobs(4096, cpus=8, memory_bytes=2 * gib) == 1  # never none
+    assert 1 <= default_jobs(2048) <= len(os.sched_getaffinity(0)) + 1

@@ -132,10 +132,22 @@ def settings_text(limits: Limits, tolerance: Tolerance, unsafe_no_sandbox: bool 
     return json.dumps(values, sort_keys=True)
 
 
+def default_jobs(memory_mb: int, cpus: int | None = None, memory_bytes: int | None = None) -> int:
+    """Notebooks graded at a time by default: one more than the CPUs, never more than fit in memory at their limit.
+
+    A notebook's worker waits for the grader at every cell and grade cell, and its start waits on the kernel (its
+    cgroups, its namespaces): with one notebook per CPU a core stands idle meanwhile; one more keeps it busy.
+    """
+    cpus = cpus or len(os.sched_getaffinity(0))
+    if memory_bytes is None:
+        memory_bytes = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    return max(1, min(cpus + 1, memory_bytes // (max(memory_mb, 1) * 2**20)))
+
+
 def run(options: Options) -> list[Row]:
     """Grade the assignment's submissions in parallel; store each group of notebooks as it finishes."""
     limits, tolerance = Limits(config=options.config), Tolerance(config=options.config)
-    jobs = options.jobs or BatchGrading(config=options.config).jobs or os.cpu_count() or 1
+    jobs = options.jobs or BatchGrading(config=options.config).jobs or default_jobs(limits.memory_mb)
     if options.cluster and options.unsafe_no_sandbox:
         raise GradingError("--cluster grades only in the sandbox (--unsafe-no-sandbox is for one machine)")
     # on a cluster, the workers start their own sandboxes (asked at once, so they start while the course is read): the
