@@ -27,7 +27,7 @@ import support
 def main() -> int:
     """Build the corpus, grade it both ways, compare, print the figures."""
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--jobs", type=int, default=0, help="workers for our grader (default: CPU count)")
+    parser.add_argument("--jobs", type=int, default=0, help="notebooks at a time for our grader (default: its own, one more than the CPUs)")
     parser.add_argument("--workbook", type=int, default=0, metavar="STUDENTS",
                         help="grade the real workbook handed in by this many students instead of the fixture corpus")
     parser.add_argument("--ours-only", type=int, default=0, metavar="RUNS",
