@@ -138,9 +138,12 @@ def default_jobs(memory_mb: int, cpus: int | None = None, memory_bytes: int | No
     A notebook's worker waits for the grader at every cell and grade cell, and its start waits on the kernel (its
     cgroups, its namespaces): with one notebook per CPU a core stands idle meanwhile; one more keeps it busy.
     """
-    cpus = cpus or len(os.sched_getaffinity(0))
+    cpus = cpus or (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
     if memory_bytes is None:
-        memory_bytes = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        try:
+            memory_bytes = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        except (ValueError, OSError, AttributeError):  # a system that does not say: bounded by the CPUs alone
+            return cpus + 1
     return max(1, min(cpus + 1, memory_bytes // (max(memory_mb, 1) * 2**20)))
 
 
