@@ -61,4 +61,4 @@ c.LateSubmissionPlugin.penalty_method = "none"
 # ---- the autograder's own settings: every limit and tolerance, with its default and what it bounds, is in
 # autograder/settings.py (classes Tolerance, Limits, BatchGrading). Set here only what this course changes, e.g.
 #   c.Limits.cell_timeout = 120.0  # seconds per cell, on a slow machine
-#   c.BatchGrading.jobs = 4        # parallel grading workers (default: one per CPU)
+#   c.BatchGrading.jobs = 4        # notebooks graded at a time (default: one more than the CPUs, as many as fit in memory)
