@@ -155,21 +155,35 @@ def ours_only(students: int, jobs: int, runs: int) -> int:
             course = Path(tmp) / f"ours{n}"
             shutil.copytree(plain, course)
             env = support.env() | {"AUTOGRADER_COURSE_DIR": str(course)}
-            t0 = time.perf_counter()
+            cpu0, t0 = machine_cpu(), time.perf_counter()
             done = subprocess.run([sys.executable, "-m", "autograder", "grade", "workbook", "--course", str(course),
                                    "--config", config, "--no-progress", "--csv", str(course / "summary.csv"),
                                    *(["--jobs", str(jobs)] if jobs else [])], cwd=course, env=env, text=True,
                                   capture_output=True)
             times.append(time.perf_counter() - t0)
+            busy, idle = (b - a for a, b in zip(cpu0, machine_cpu()))
             if done.returncode:
                 print(f"ours failed (exit {done.returncode}):\n{done.stderr[-2000:]}")
                 return 1
             with open(course / "summary.csv", newline="") as f:
                 points = sum(float(line["score"]) for line in csv.DictReader(f))
-            print(f"run {n + 1}: ours, in the OS sandbox: {times[-1]:6.2f} s, {points:g} points")
+            print(f"run {n + 1}: ours, in the OS sandbox: {times[-1]:6.2f} s, {points:g} points; the machine's cores "
+                  f"busy {busy:.1f} s, idle {idle:.1f} s")
         print(f"best {min(times):.2f} s, median {sorted(times)[len(times) // 2]:.2f} s of {runs} runs "
               f"({students} students x 6 notebooks); load average now {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
         return 0
+
+
+def machine_cpu() -> tuple[float, float]:
+    """Seconds of CPU time the whole machine has spent busy and idle (iowait included) since boot; (0, 0) if unknown."""
+    try:
+        with open("/proc/stat") as f:
+            ticks = [int(x) for x in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return 0.0, 0.0
+    hz = os.sysconf("SC_CLK_TCK")
+    idle = ticks[3] + ticks[4]
+    return (sum(ticks[:7]) - idle) / hz, idle / hz  # (steal, the 8th, left out)
 
 
 def sandbox_costs(workers: int = 20) -> None:
