@@ -11,7 +11,6 @@ from .base import Case, Check
 from .common import (
     ADD,
     BRICK_OF,
-    BWD,
     EXP,
     EXPRESSIONS,
     GRADIENT_MISTAKES,
@@ -26,7 +25,6 @@ from .common import (
     node_during,
     register,
 )
-from .engine import ENGINE
 
 EXPRESSIONS.update({
     # tanh
@@ -141,13 +139,11 @@ POW_LOCAL = register(Check("pow_local", (POW,), "** alone: a node with x as its 
 
 
 def bricks_check(name: str, bricks: tuple[str, ...], description: str, keys: list[str], own: tuple[str, ...] = (),
-                 points: float = 1.0) -> Check:
-    """An expression check of notebook 4: its own brick tested alone first, then the engine it is built on.
-
-    Its graphs also use + and * (an upstream factor `* Value(3.0)`, a leaf reused through `+`), so those are among
-    the targets it runs; a failure is reported in full against the bricks alone."""
-    return register(expression_check(name, (*bricks, ADD, MUL, BWD), description, keys, points=points,
-                                     isolate=(*own, *ENGINE), owns=bricks))
+                 points: float = 1.0, group: str = "engine") -> Check:
+    """An expression check of notebook 4 that runs the learner's `bricks` alone: every other operation of its graphs
+    (an upstream factor `* Value(3.0)`, a leaf reused through `+`, the `*` of `self * -1`) and backward() are the
+    grader's (probes/scaffold.py). `own` are the brick's isolated checks, which pin a failure on its local rule."""
+    return register(expression_check(name, bricks, description, keys, points=points, isolate=own, group=group))
 
 
 bricks_check("tanh_backward", (TANH,), "tanh: forward, and local derivative 1 - t**2",
@@ -157,14 +153,16 @@ bricks_check("pow_backward", (POW,), "** number: forward, and n * x**(n-1)", ["s
              ("pow_local",))
 bricks_check("neg_sub_backward", (f"{V}.__neg__", f"{V}.__sub__"), "-a, a - b and a - number",
              ["neg", "sub", "sub_self", "sub_number", "neg_reuse", "sub_reuse"])
-bricks_check("div_backward", (f"{V}.__truediv__",), "a / b, and a / number", ["div", "div_self", "rdiv", "div_reuse"],
-             ("pow_local",))
-bricks_check("number_operands", (f"{V}.__radd__", f"{V}.__rmul__"), "numbers on either side of + and *",
-             ["radd", "add_number", "rmul", "mul_number", "sum", "radd_reuse", "rmul_reuse"])
+bricks_check("div_backward", (f"{V}.__truediv__",), "a / b, and a / number", ["div", "div_self", "rdiv", "div_reuse"])
+# a number on the right of + and * is the learner's + and * wrapping it (given in notebook 4, the spec's for an engine)
+bricks_check("number_operands", (f"{V}.__radd__", f"{V}.__rmul__", ADD, MUL), "numbers on either side of + and *",
+             ["radd", "add_number", "rmul", "mul_number", "sum", "radd_reuse", "rmul_reuse"],
+             ("add_local_backward", "mul_local_backward"))
 bricks_check("rsub_backward", (f"{V}.__rsub__",), "a number minus a Value", ["rsub", "rsub_mul", "rsub_reuse"])
 # notebook 4's number / Value: an exercise check, so that engines written to the spec need not define it
-register(expression_check("rtruediv_backward", (f"{V}.__rtruediv__", ADD, MUL, BWD), "a number divided by a Value",
-                          ["rtruediv", "rtruediv_mul", "rtruediv_reuse"], isolate=("pow_local", *ENGINE),
-                          owns=(f"{V}.__rtruediv__",), group="exercise"))
+bricks_check("rtruediv_backward", (f"{V}.__rtruediv__",), "a number divided by a Value",
+             ["rtruediv", "rtruediv_mul", "rtruediv_reuse"], group="exercise")
+# every brick in one graph: a check of the whole engine (the CLI's), pinned on the first brick whose own check fails
 bricks_check("all_bricks", (EXP, f"{V}.__truediv__", POW, f"{V}.__sub__", f"{V}.__rmul__"),
-             "every brick together in one graph", ["bricks"], ("exp_local", "pow_local"))
+             "every brick together in one graph", ["bricks"],
+             ("exp_backward", "div_backward", "pow_backward"))

@@ -24,10 +24,11 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from . import engine, exercises, net
+from . import engine, exercises, graphs, net
 from .graphs import EXPRESSION_FILE
 from .needs import NEEDS
 from .safe import LearnerError, captured_output, describe, time_limit
+from .scaffold import scaffolded
 
 __all__ = ["NEEDS", "PROBES", "is_defined", "missing", "observe"]
 
@@ -159,12 +160,15 @@ def observe(check_name: str, ns: Mapping[str, Any], case: dict[str, Any], check_
     `check_timeout` is the caller's `Limits.check_timeout` (the probe side imports no settings: it runs in the sandbox).
     """
     probe = PROBES[case["probe"]]
+    graphs.BUILT.__init__()  # a fresh record of what the grader builds for this case
     try:
-        with captured_output(), time_limit(check_timeout):
-            return probe(ns, case)
+        with captured_output(), time_limit(check_timeout), scaffolded(ns, NEEDS.get(check_name, ())) as view:
+            return probe(view, case)
     except LearnerError as exc:  # nothing raised: a result misread
         return {**exc.as_data(), "status": "error", "where": "", "raised": False}
     except KeyboardInterrupt:
         raise  # the person running the grader pressed Ctrl-C
     except BaseException as exc:  # learner code may raise anything, SystemExit and GeneratorExit included
         return _error(exc)
+    finally:
+        graphs.BUILT.__init__()  # let go of the case's nodes
