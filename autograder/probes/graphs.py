@@ -10,6 +10,7 @@ walked the same way on every run, whatever PYTHONHASHSEED and wherever the alloc
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import textwrap
 from collections.abc import Callable, Sequence
@@ -25,13 +26,18 @@ def compile_expression(params: Sequence[str], source: str, value: Any = None) ->
 
     `Value` in the text is `value`: constants are written `Value(3.0)` where number coercion is not what is tested,
     so an engine whose operators take only Values is judged on the operators alone."""
+    scope: dict[str, Any] = {"Value": value if value is None else lambda data: leaf(value, data)}
+    exec(_compiled(tuple(params), source), scope)
+    return scope["_f"]
+
+
+@functools.lru_cache(maxsize=256)
+def _compiled(params: tuple[str, ...], source: str) -> Any:
     for p in params:
         if not p.isidentifier():
             raise ValueError(f"bad parameter name {p!r}")
     code = f"def _f({', '.join(params)}):\n{textwrap.indent(source, '    ')}\n    return out\n"
-    scope: dict[str, Any] = {"Value": value if value is None else lambda data: leaf(value, data)}
-    exec(compile(code, f"{EXPRESSION_FILE} {source!r}>", "exec"), scope)
-    return scope["_f"]
+    return compile(code, f"{EXPRESSION_FILE} {source!r}>", "exec")
 
 
 def children(node: Any, limit: int) -> list[Any]:
