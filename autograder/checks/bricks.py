@@ -46,6 +46,12 @@ EXPRESSIONS.update({
     "sub_self": Expr(("a", "b"), "a * b - a", exact=lambda a, b: (b - 1, a)),
     "div": Expr(("a", "b"), "a / b", upstream=3.0, exact=lambda a, b: (3 / b, -3 * a / (b * b))),
     "div_self": Expr(("a", "b"), "(a + b) / a"),
+    # the same operand twice, and two distinct operands of equal data (a * b and b * a): an engine whose __eq__/__hash__
+    # compare data merges them in a set, which these graphs show (issue 34)
+    "sub_twice": Expr(("a", "b"), "(a - b) - b", exact=lambda a, b: (1.0, -2.0)),
+    "div_twice": Expr(("a", "b"), "(a / b) / b", exact=lambda a, b: (1 / (b * b), -2 * a / b**3)),
+    "sub_twins": Expr(("a", "b"), "m = a * b\nn = b * a\nout = (m - n) * Value(2.5) + m", exact=lambda a, b: (b, a)),
+    "div_twins": Expr(("a", "b"), "m = a * b\nn = b * a\nout = m / n + m", exact=lambda a, b: (b, a)),
     # numbers on either side
     "radd": Expr(("a",), "1 + a", upstream=3.0, exact=lambda a: (3.0,)),
     "add_number": Expr(("a",), "a + 1", exact=lambda a: (1.0,)),
@@ -106,7 +112,8 @@ GRADIENT_MISTAKES.update({
 BRICK_OF.update({"tanh": "tanh", "tanh_mul": "tanh", "tanh_reuse": "tanh", "exp": "exp", "exp_mul": "exp",
                  "exp_reuse": "exp", "square": "pow", "cube": "pow", "inverse": "pow", "sqrt": "pow", "pow_reuse": "pow",
                  "neg": "neg", "neg_reuse": "neg", "sub": "sub", "sub_self": "sub", "sub_number": "sub", "sub_reuse": "sub",
-                 "div": "div", "div_self": "div", "rdiv": "div", "div_reuse": "div", "radd": "radd", "radd_reuse": "radd",
+                 "div": "div", "div_self": "div", "rdiv": "div", "div_reuse": "div", "sub_twice": "sub", "sub_twins": "sub",
+                 "div_twice": "div", "div_twins": "div", "radd": "radd", "radd_reuse": "radd",
                  "rmul": "rmul", "rmul_reuse": "rmul", "rsub": "rsub", "rsub_mul": "rsub", "rsub_reuse": "rsub",
                  "rtruediv": "rtruediv", "rtruediv_mul": "rtruediv", "rtruediv_reuse": "rtruediv"})
 VALUE_MISTAKES.update({
@@ -152,8 +159,9 @@ bricks_check("exp_backward", (EXP,), "exp: forward, and local derivative exp(x)"
 bricks_check("pow_backward", (POW,), "** number: forward, and n * x**(n-1)", ["square", "cube", "inverse", "sqrt", "pow_reuse"],
              ("pow_local",))
 bricks_check("neg_sub_backward", (f"{V}.__neg__", f"{V}.__sub__"), "-a, a - b and a - number",
-             ["neg", "sub", "sub_self", "sub_number", "neg_reuse", "sub_reuse"])
-bricks_check("div_backward", (f"{V}.__truediv__",), "a / b, and a / number", ["div", "div_self", "rdiv", "div_reuse"])
+             ["neg", "sub", "sub_self", "sub_number", "neg_reuse", "sub_reuse", "sub_twice", "sub_twins"])
+bricks_check("div_backward", (f"{V}.__truediv__",), "a / b, and a / number",
+             ["div", "div_self", "rdiv", "div_reuse", "div_twice", "div_twins"])
 # a number on the right of + and * is the learner's + and * wrapping it (given in notebook 4, the spec's for an engine)
 bricks_check("number_operands", (f"{V}.__radd__", f"{V}.__rmul__", ADD, MUL), "numbers on either side of + and *",
              ["radd", "add_number", "rmul", "mul_number", "sum", "radd_reuse", "rmul_reuse"],

@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .graphs import compile_expression, leaf, make_node, op_text, operand_indices, walk_graph
-from .safe import LearnerError, describe, read_number, short_repr
+from .graphs import BUILT, compile_expression, leaf, make_node, op_text, operand_indices, walk_graph
+from .safe import LearnerError, LearnerTimeout, describe, read_number, short_repr
 
 Case = dict[str, Any]
 Observation = dict[str, Any]
@@ -29,14 +29,37 @@ def probe_expression(ns: Namespace, case: Case) -> Observation:
     if case["backward"]:
         out.backward()
         obs["root_grad"] = read_number(out.grad, "out.grad after backward()")
-        obs["grads"] = [read_number(leaf.grad, f"{p}.grad") for p, leaf in zip(params, leaves)]
+        obs["grads"] = [read_number(x.grad, f"{p}.grad") for p, x in zip(params, leaves)]
         try:  # which leaves the graph reaches through _prev (a cut one does not); unknown when _prev is odd
             nodes, _ = walk_graph(out, 10_000)
             ids = {id(n) for n in nodes}
             obs["reaches"] = [id(x) in ids for x in leaves]
+            obs["merged"] = merged(nodes)
         except LearnerError:
             obs["reaches"] = None
     return obs
+
+
+def merged(nodes: list[Any]) -> list[float]:
+    """The data of each node the grader built that the graph below `out` lost to a distinct node of the graph with
+    equal data that the learner's __eq__ calls equal: a set (a `_prev`) kept one of the two."""
+    reached = {id(n) for n in nodes}
+    built = [n for _, n in BUILT.rank.values()]
+    kept = [n for n in nodes if BUILT.rank_of(n) is not None]
+    lost = []
+    for node in built:
+        if id(node) in reached:
+            continue
+        try:
+            data = read_number(node.data, "data")
+            if any(other is not node and read_number(other.data, "data") == data and (other == node) is True
+                   for other in kept):
+                lost.append(data)
+        except LearnerTimeout:
+            raise
+        except Exception:  # the learner's __eq__ may raise anything: then nothing is claimed
+            continue
+    return lost[:5]
 
 
 NODE_OPS: dict[str, Callable[..., Any]] = {

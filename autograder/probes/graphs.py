@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import heapq
 import itertools
 import textwrap
 from collections.abc import Callable, Sequence
@@ -211,24 +212,27 @@ def walk_graph(root: Any, limit: int = 100_000) -> tuple[list[Any], dict[int, li
     return list(seen.values()), kids_of
 
 
-def topological(root: Any, limit: int = 100_000) -> list[Any]:
-    """Every node reachable from `root`, each after all of its children (post-order of a depth-first walk in the
-    fixed order), without recursion."""
-    order: list[Any] = []
-    done: set[int] = set()
-    stack: list[tuple[Any, bool]] = [(root, False)]
-    while stack:
-        node, expanded = stack.pop()
-        if expanded:
-            order.append(node)
-            continue
-        if id(node) in done:
-            continue
-        done.add(id(node))
-        if len(done) > limit:
-            raise LearnerError("graph_too_big", limit=limit)
-        stack.append((node, True))
-        stack.extend((k, False) for k in reversed(ordered_children(node, limit)) if id(k) not in done)
+def backward_order(root: Any, limit: int = 100_000) -> list[Any]:
+    """Every node reachable from `root` in an order to call their `_backward` in: each after every node that uses
+    it (a reverse topological order), fixed by how the graph was built; of the nodes ready at a time, the grader's own
+    go first, so a learner's node runs as late as the graph allows (a `_backward` that sets `grad = ...` where `+=`
+    belongs meets a child that already holds a gradient wherever one can)."""
+    nodes, kids = walk_graph(root, limit)
+    users = {id(n): 0 for n in nodes}
+    for n in nodes:
+        for k in kids[id(n)]:
+            users[id(k)] += 1
+    place = {id(n): (0 if id(n) in BUILT.kids else 1, i) for i, n in enumerate(nodes)}
+    by_place = {place[id(n)]: n for n in nodes}
+    ready = [place[id(root)]] if users[id(root)] == 0 else []  # a root that a cycle leads back to runs nothing
+    order = []
+    while ready:
+        node = by_place[heapq.heappop(ready)]
+        order.append(node)
+        for k in kids[id(node)]:
+            users[id(k)] -= 1
+            if users[id(k)] == 0:
+                heapq.heappush(ready, place[id(k)])
     return order
 
 

@@ -8,7 +8,7 @@ notebook holds, and the swap is undone when the probe returns.
 
 The grader's nodes are made with the learner's constructor (`graphs.make_node`), their `_backward` adds each local
 slope times `out.grad` to the child's grad; the grader's backward() seeds the root and calls every `_backward` once
-in a reverse topological order fixed by how the graph was built (`graphs.topological`). No answer of any check is
+in a reverse topological order fixed by how the graph was built (`graphs.backward_order`). No answer of any check is
 here: only the calculus every check's graphs are made of.
 """
 
@@ -20,7 +20,7 @@ from collections import ChainMap
 from collections.abc import Callable, Iterator, Mapping, MutableMapping, Sequence
 from typing import Any
 
-from .graphs import leaf, make_node, topological
+from .graphs import backward_order, leaf, make_node
 from .safe import read_number
 
 Slopes = Sequence[float]
@@ -94,9 +94,9 @@ def _operations(value: type) -> dict[str, Callable[..., Any]]:
         return _node(value, x**k, (self,), f"**{k}", (k * x ** (k - 1),))
 
     def backward(self: Any) -> None:
-        order = topological(self)
+        order = backward_order(self)
         self.grad = 1.0
-        for node in reversed(order):
+        for node in order:
             node._backward()
 
     add = (lambda a, b: a + b, lambda a, b: (1.0, 1.0))
