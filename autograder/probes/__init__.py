@@ -9,6 +9,10 @@ truth, no sentence; what each check needs defined (`needs.py`) is written from t
 only the standard library and its own modules (a test proves it), so the batch grader's sandboxed worker can load it
 alone.
 
+A probe runs only the learner functions its check names: while it runs, every other Value operation, backward(), the
+net's model and loss are the grader's own (`scaffold.py`), so each check judges its own exercise; and every graph is
+walked in the order the grader built it (`graphs.py`), so a verdict never depends on hash seeds or addresses.
+
 API (called by the grading worker and by the in-kernel `check`):
     missing(check_name, ns) -> list[str]                        targets the namespace lacks
     observe(check_name, ns, case, check_timeout) -> dict        the observation, or {"error", "status", ...}
