@@ -166,7 +166,9 @@ def observe(check_name: str, ns: Mapping[str, Any], case: dict[str, Any], check_
     probe = PROBES[case["probe"]]
     graphs.BUILT.__init__()  # a fresh record of what the grader builds for this case
     try:
-        with captured_output(), time_limit(check_timeout), scaffolded(ns, NEEDS.get(check_name, ())) as view:
+        # the scaffolding goes in before the time limit starts and out after it stopped: an alarm never lands in
+        # the middle of putting the learner's methods back
+        with captured_output(), scaffolded(ns, NEEDS.get(check_name, ())) as view, time_limit(check_timeout):
             return probe(view, case)
     except LearnerError as exc:  # nothing raised: a result misread
         return {**exc.as_data(), "status": "error", "where": "", "raised": False}

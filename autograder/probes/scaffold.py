@@ -196,12 +196,11 @@ def scaffolded(ns: Mapping[str, Any], keep: Sequence[str]) -> Iterator[Mapping[s
             for name, method in operations(value).items():
                 if f"Value.{name}" in kept:
                     continue
-                before = vars(value).get(name, MISSING)
+                on_class.append((name, vars(value).get(name, MISSING)))
                 try:
                     setattr(value, name, method)
                 except (AttributeError, TypeError):  # a class that refuses: its own method runs
-                    continue
-                on_class.append((name, before))
+                    on_class.pop()
             if "MLP" not in kept:
                 swaps["MLP"] = model_class(value)
         if "mse_loss" not in kept:
