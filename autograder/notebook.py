@@ -235,30 +235,88 @@ _GUARD = ast.parse(
     "    __import__('autograder.notebook').notebook.unfinished(__autograder_exc__)\n"
     "except Exception as __autograder_exc__:\n"
     "    if not __import__('autograder.workbook').workbook.stopped_by_learner_code(__autograder_exc__):\n"
+    "        __autograder_at__ = __import__('autograder.notebook').notebook.raised_at(__autograder_exc__, ())\n"
+    "        del __autograder_at__\n"
     "        raise\n"
 ).body[0]
 _SHOW = ast.parse("__import__('autograder.notebook').notebook.show_value(None)").body[0]
+_AT = "__autograder_at__"
+
+Position = tuple[int, int, int, int]
 
 
 class UnfinishedGuard(ast.NodeTransformer):
     """Wrap each cell in `try ... except`, keeping the display of its last expression.
 
     An unfinished exercise (NotImplementedError) or an error raised inside an exercise's code (a wrong method a demo
-    calls) prints one line and lets Run All go on; any other error stops the cell with its traceback as usual.
+    calls) prints one line and lets Run All go on; any other error stops the cell with its traceback as usual, at
+    the learner's own line: IPython shows a kernel cell's frame at the line it last ran, so the error is raised again
+    from a `raise` placed where the error was (one `raise` per place in the cell, chosen by a few comparisons).
     """
 
     def visit_Module(self, node: ast.Module) -> ast.Module:
         body = node.body
         if not body or any(isinstance(s, ast.ImportFrom) and s.module == "__future__" for s in body):
             return node
+        places = _places(node)
         if isinstance(body[-1], ast.Expr):
             show_last = _copy(_SHOW)
             show_last.value.args = [body[-1].value]
             body = [*body[:-1], show_last]
         guard = _copy(_GUARD)
         guard.body = body
+        again = guard.handlers[1].body[0].body  # [__autograder_at__ = raised_at(exc, places), del ..., raise]
+        again[0].value.args[1] = ast.Constant(tuple(places))
+        again[1:] = [_raise_at(places, 0, len(places), again[1:])]
         node.body = [guard]
         return ast.fix_missing_locations(node)
+
+
+def _places(tree: ast.AST) -> list[Position]:
+    """Every place (lines and columns) a node of the cell spans, in a fixed order."""
+    found = set()
+    for n in ast.walk(tree):
+        at = tuple(getattr(n, k, None) for k in ("lineno", "end_lineno", "col_offset", "end_col_offset"))
+        if all(isinstance(x, int) for x in at):
+            found.add(at)
+    return sorted(found)  # type: ignore[arg-type]
+
+
+def _raise_at(places: list[Position], low: int, high: int, otherwise: list[ast.stmt]) -> ast.stmt:
+    """`raise` again from the place `__autograder_at__` indexes (a binary search over places[low:high]); `otherwise`
+    (`del __autograder_at__; raise` where the guard stands) where it indexes none."""
+    if high - low <= 1:
+        leaf = [_copy(otherwise[0]), ast.Raise()]
+        if high - low == 1:
+            for n in leaf:  # IPython shows a kernel cell's frame at the line its last instruction ran on
+                n.lineno, n.end_lineno, n.col_offset, n.end_col_offset = places[low]
+        return ast.If(test=ast.Compare(ast.Name(_AT, ast.Load()), [ast.Eq()], [ast.Constant(low)]), body=leaf,
+                      orelse=otherwise)
+    mid = (low + high) // 2
+    return ast.If(test=ast.Compare(ast.Name(_AT, ast.Load()), [ast.Lt()], [ast.Constant(mid)]),
+                  body=[_raise_at(places, low, mid, otherwise)], orelse=[_raise_at(places, mid, high, otherwise)])
+
+
+def raised_at(exc: BaseException, places: tuple[Position, ...]) -> int:
+    """The index in `places` of where the caller's frame raised `exc`: the place of the instruction that failed, or
+    else the first place on its line; -1 where neither is known."""
+    frame = sys._getframe(1)
+    entry = next((t for t in _walk(exc.__traceback__) if t.tb_frame is frame), None)
+    if entry is None:
+        return -1
+    try:
+        at = list(frame.f_code.co_positions())[entry.tb_lasti // 2]
+    except (AttributeError, IndexError):
+        at = (entry.tb_lineno, None, None, None)
+    if at in places:
+        return places.index(at)  # type: ignore[arg-type]
+    return next((i for i, p in enumerate(places) if p[0] == entry.tb_lineno == p[1]), -1)
+
+
+def _walk(tb: Any) -> Any:
+    while tb is not None:
+        yield tb
+        tb = tb.tb_next
 
 
 def _copy(node: ast.stmt) -> Any:

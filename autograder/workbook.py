@@ -27,6 +27,7 @@ from .aids import (
     torch_reference,
 )
 from .checks import BY_NAME, NOT_IMPLEMENTED, CheckResult, get, run_checks
+from .checks.exercises import MANUAL_NODES
 from .notebook import GREEN, RED, grading, result_html, show
 from .notebook import recorded as stood_when_checked
 from .report import result_lines
@@ -128,7 +129,9 @@ def _short(text: str) -> str:
 def _exercise_frames(frames: list[Any]) -> list[str]:
     """The exercise methods an error went through, outermost first (learner code is what the cell's globals define)."""
     ns = frames[0].f_globals  # the cell's own frame: its globals are the notebook's
-    targets = {t for c in BY_NAME.values() for t in c.targets}
+    # the functions and classes exercises define (not notebook 2's hand-filled nodes a, b, ..., f, L: a learner's own
+    # helper `f` is not an exercise)
+    targets = {t for c in BY_NAME.values() for t in c.targets} - set(MANUAL_NODES)
     classes = {t.split(".")[0] for t in targets if len(t) > 1 and t[:1].isupper()}  # Value, Neuron, Layer, MLP
     names: list[str] = []
     for frame in frames[1:]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import functools
 import io
 import linecache
 import os
@@ -670,3 +671,83 @@ def learner_notebook(name: str, variant: Variant | None = None, unfinished: str 
         if gid in answers and gid != unfinished:
             cell.source = answers[gid]
     return nb
+
+
+# ---------------------------------------------------------------- exercises one by one (issue 34's cross test)
+
+@dataclass(frozen=True)
+class Exercise:
+    """One solution cell of a notebook and the grade cells that judge it: those after it, before the next one."""
+
+    notebook: str
+    cell: str
+    grade_cells: tuple[str, ...]
+
+
+@functools.cache
+def exercises(name: str) -> tuple[Exercise, ...]:
+    """The notebook's exercises in order (solution cells), each with its grade cells."""
+    nb = nbformat.read(SOURCE / f"{name}.ipynb", as_version=4)
+    found: list[tuple[str, list[str]]] = []
+    for cell in nb.cells:
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        if meta.get("solution"):
+            found.append((meta["grade_id"], []))
+        elif meta.get("grade") and found:
+            found[-1][1].append(meta["grade_id"])
+    return tuple(Exercise(name, gid, tuple(cells)) for gid, cells in found)
+
+
+@functools.cache
+def stub(variant_notebook: str, cell: str) -> Variant:
+    """The exercise `cell` as the released notebook has it (its stub): a variant replacing the whole solution."""
+    solved = nbformat.read(SOURCE / f"{variant_notebook}.ipynb", as_version=4)
+    released = nbformat.read(RELEASE / f"{variant_notebook}.ipynb", as_version=4)
+    before = next(c.source for c in solved.cells if grade_id(c) == cell)
+    after = next(c.source for c in released.cells if grade_id(c) == cell)
+    return Variant(variant_notebook, cell, ((before, after),), "stub", "")
+
+
+def known_mistakes(name: str, cell: str) -> list[Variant]:
+    """Every mistake the corpus holds for one exercise: the catalogue's, then the unlisted ones of issue 21."""
+    listed = [v for v in MISTAKES.values() if (v.notebook, v.cell) == (name, cell)]
+    return listed + [d.variant for d in DIAGNOSED.values() if (d.variant.notebook, d.variant.cell) == (name, cell)]
+
+
+def with_variants(name: str, variants: list[Variant]) -> nbformat.NotebookNode:
+    """The solution notebook `name` with each variant's substitutions applied to its own cell."""
+    nb = nbformat.read(SOURCE / f"{name}.ipynb", as_version=4)
+    for variant in variants:
+        cell = next(c for c in nb.cells if grade_id(c) == variant.cell)
+        src = cell.source
+        for old, new in variant.subs:
+            assert src.count(old) == 1, f"{variant}: {old!r} occurs {src.count(old)} times in {variant.cell}"
+            src = src.replace(old, new)
+        cell.source = src
+    return nb
+
+
+def graded_cells(nb: nbformat.NotebookNode, hidden: bool = True) -> dict[str, list[Any]]:
+    """Each grade cell's results (visible, and hidden unless `hidden` is False), running only the nbgrader cells in
+    order in one namespace: what nbgrader scores, without the demos (which no check reads)."""
+    from autograder import checks
+
+    ns: dict[str, Any] = {"__name__": "__main__"}
+    out: dict[str, list[Any]] = {}
+    with nbgrader_execution("autograde"):
+        for i, cell in enumerate(nb.cells):
+            meta = cell.get("metadata", {}).get("nbgrader", {})
+            if cell.cell_type != "code" or not meta:
+                continue
+            src = "\n".join(ln for ln in cell.source.splitlines() if ln.strip() not in MARKERS)
+            if meta.get("grade") and not meta.get("solution"):
+                out[meta["grade_id"]] = [r for names, is_hidden in check_calls(src) if hidden or not is_hidden
+                                         for r in checks.run_checks([checks.get(n) for n in names], ns, hidden=is_hidden)]
+                continue
+            linecache.cache[f"<cell {i}>"] = (len(src), None, src.splitlines(True), f"<cell {i}>")
+            try:
+                with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+                    exec(compile(src, f"<cell {i}>", "exec"), ns)
+            except BaseException:  # an unfinished or broken exercise: nbgrader records the error and goes on
+                pass
+    return out

@@ -12,30 +12,26 @@ from autograder.checks import FAILED, NOT_IMPLEMENTED, PASSED, run_checks
 from autograder.checks.messages import MISCONCEPTIONS
 
 BACKWARD_CELL = ["backward_seeds_root", "add_backward", "mul_backward", "backward_chain_order",
-                 "backward_topological_order", "backward_once_per_node", "backward_equal_data", "backward_accumulates"]
+                 "backward_topological_order", "backward_equal_data", "backward_accumulates"]
 
 
 def cell(mistake: str, names: list[str]) -> list:
     return run_checks([checks.get(n) for n in names], learner_namespace(mistake))
 
 
-def test_assigning_in_add_fails_add_s_own_check_and_the_backward_cell_names_add_once():
+def test_assigning_in_add_fails_add_s_own_check_and_costs_the_backward_cell_nothing():
+    """The backward cell runs the learner's backward() on graphs of the grader's own + and * (issue 34)."""
     own = cell("add_assigns_self", ["add_local_backward"])[0]
     assert own.status == FAILED and own.misconception == "add.assigns_instead_of_accumulating"
-    results = cell("add_assigns_self", BACKWARD_CELL)
-    failed = [r for r in results if not r.passed]
-    assert failed and all(r.culprit == "Value.__add__" for r in failed)
-    assert failed[0].message.startswith("needs `Value.__add__` to pass first; tested alone (add_local_backward), it fails")
-    assert all(r.message == "fails because of `Value.__add__`, see above" for r in failed[1:])
-    assert not any("topological" in r.message or "__eq__" in r.message for r in failed)
+    results = cell("add_assigns_self", [*BACKWARD_CELL, "backward_once_per_node"])
+    assert [(r.name, r.message) for r in results if not r.passed] == []
 
 
-def test_a_broken_mul_gives_the_backward_cell_one_diagnosis_not_seven():
-    results = cell("mul_unswapped", BACKWARD_CELL)
-    failed = [r for r in results if not r.passed]
-    full = [r for r in failed if "see above" not in r.message]
-    assert len(full) == 1 and full[0].misconception == "mul.unswapped"
-    assert sum(len(r.message.splitlines()) for r in failed) < 25
+@pytest.mark.parametrize("mistake", ["mul_unswapped", "mul_missing_upstream", "add_uses_out_data", "add_missing_upstream",
+                                     "mul_assigns_other", "mul_backward_never_assigned"])
+def test_a_broken_operator_leaves_a_correct_backward_every_point(mistake):
+    results = cell(mistake, BACKWARD_CELL)
+    assert [(r.name, r.message[:200]) for r in results if not r.passed] == []
 
 
 @pytest.mark.parametrize("mistake", ["forward_order", "breadth_first_order", "no_visited_set", "root_not_seeded"])
@@ -53,25 +49,42 @@ def test_a_correct_backward_over_a_broken_operator_is_never_called_wrong():
         assert alone.status == PASSED, (mistake, alone.message)
 
 
-def test_a_net_check_that_runs_through_a_broken_neuron_says_the_neuron_must_pass_first():
+def test_a_net_check_made_of_a_broken_neuron_says_the_neuron_must_pass_first_and_the_loss_and_train_do_not():
+    """A Layer is made of the learner's Neurons (the notebook says so); mse_loss and train are judged on the grader's
+    own model."""
     results = cell("neuron_graph_cut", ["neuron_forward", "layer_forward", "mlp_forward", "mse_loss_backward",
                                         "train_descends"])
     assert results[0].misconception == "neuron.graph_cut" and results[0].culprit is None
-    later = results[1:]
-    assert later[0].message.startswith("needs `Neuron` to pass first; tested alone (neuron_forward), it fails")
-    assert all(r.culprit == "Neuron" and not r.passed for r in later)
+    layer, mlp, loss, train = results[1:]
+    assert layer.message.startswith("needs `Neuron` to pass first; tested alone (neuron_forward), it fails")
+    assert not mlp.passed and mlp.culprit == "Neuron"
+    assert loss.passed and train.passed, (loss.message, train.message)
 
 
-def test_a_stub_method_makes_the_exercises_built_on_it_say_so():
+class Neuron:  # a stub, as the released notebook has it (top level: its qualname is the learner's)
+    def __init__(self, nin):
+        raise NotImplementedError()
+
+
+class Layer:
+    def __init__(self, nin, nout):
+        raise NotImplementedError()
+
+
+def test_a_stub_neuron_makes_the_layer_built_on_it_say_so_and_leaves_the_loss_alone():
     ns = learner_namespace("train_ignores_lr")
+    ns["Neuron"] = Neuron  # in the namespace the learner's Layer looks its Neuron up in
+    layer, loss = run_checks([checks.get("layer_forward"), checks.get("mse_loss_backward")], ns)
+    assert layer.status == NOT_IMPLEMENTED and "needs `Neuron` to pass first" in layer.message
+    assert loss.passed, loss.message
 
-    class Stub:
-        def __init__(self, nin, nouts):
-            raise NotImplementedError()
 
-    ns = {**ns, "MLP": Stub}
-    result = run_checks([checks.get("mse_loss_backward")], ns)[0]
-    assert result.status == NOT_IMPLEMENTED and "needs `MLP` to pass first" in result.message
+def test_a_stub_of_the_method_a_check_judges_is_not_implemented_never_a_dependency():
+    ns = learner_namespace("neuron_graph_cut")  # a broken Neuron, which Layer is made of
+    ns["Layer"] = Layer
+    result = run_checks([checks.get("layer_forward")], ns)[0]
+    assert result.status == NOT_IMPLEMENTED and result.message.startswith("not implemented yet"), result.message
+    assert "pass first" not in result.message
 
 
 def test_a_leftover_raise_below_written_code_is_told_to_go():

@@ -1,8 +1,9 @@
 """A check's declared targets are exactly the learner methods it runs: every learner function the grader calls itself
 (from a probe, or from the text of a graph it builds) belongs to a target, and every target it needs is called.
 
-What a learner method calls in turn (a Neuron's `+`, `__neg__` written as `self * -1`) is the learner's, not the
-check's: it is run through the target, and blame (`isolate`, `prerequisites`) points there when it fails.
+What a learner method calls in turn is the grader's where it is a Value operation, backward(), the model or the loss
+(a Neuron's `+`, `__neg__` written as `self * -1`: probes/scaffold.py swaps them in), so a check runs no learner
+function beyond its targets and the exercises it is declared to be made of (`prerequisites`: a Layer of Neurons).
 """
 
 from __future__ import annotations
@@ -82,3 +83,42 @@ def test_a_check_runs_exactly_its_declared_targets(name, hidden):
     assert ran <= set(check.targets), f"{name} runs {sorted(ran - set(check.targets))}, not among its targets"
     data = {t for t in check.needs if not t.startswith("Value.") and t not in targets_by_qualname(namespace()).values()}
     assert set(check.needs) - data <= ran, f"{name} declares {sorted(set(check.needs) - data - ran)} but never runs them"
+
+
+def run_by_anyone(check: checks.Check, hidden: bool) -> set[str]:
+    """The targets of every learner function that runs while `check` runs, whoever calls it."""
+    ns = namespace()
+    learner_file = ns["__file__"]
+    names = targets_by_qualname(ns)
+    seen: set[str] = set()
+
+    def profile(frame: FrameType, event: str, arg: Any) -> None:
+        if event == "call" and frame.f_code.co_filename == learner_file:
+            qualname = frame.f_code.co_qualname.split(".<locals>.")[0]
+            seen.add(names.get(qualname, qualname))
+
+    sys.setprofile(profile)
+    try:
+        results = run_checks([check], ns, hidden=hidden)
+    finally:
+        sys.setprofile(None)
+    assert results[0].passed, results[0].message
+    return seen - {"Value.__init__"}
+
+
+def made_of(check: checks.Check) -> set[str]:
+    """The targets of the checks `check` is declared to be made of, and of theirs."""
+    out: set[str] = set()
+    for name in check.prerequisites:
+        other = checks.get(name)
+        out |= set(other.targets) | made_of(other)
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(checks.BY_NAME))
+def test_a_check_runs_no_learner_function_beyond_its_targets_and_what_it_is_made_of(name):
+    """Issue 34: exercises judged apart. A method another exercise's method calls (Neuron's tanh, __truediv__'s
+    **) is the grader's while this check runs, so a slip there cannot cost this check."""
+    check = checks.get(name)
+    ran = run_by_anyone(check, hidden=False)
+    assert ran <= set(check.targets) | made_of(check), f"{name} ran {sorted(ran - set(check.targets) - made_of(check))}"

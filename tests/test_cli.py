@@ -223,16 +223,33 @@ def test_check_on_a_notebook_judges_each_check_where_its_cell_stands(tmp_path):
 
 
 def test_check_on_a_notebook_shows_each_diagnosis_in_full_once(tmp_path):
-    path = solved("03_backward.ipynb", tmp_path)
+    path = solved("06_neural_net.ipynb", tmp_path)
     nb = nbformat.read(path, as_version=4)
-    stub = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "ex_03_add")
-    stub.source = stub.source.replace("self.grad += out.grad", "self.grad = out.grad")
+    slip = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "ex_06_neuron")
+    slip.source = slip.source.replace("return self.w + [self.b]", "return [self.b] + self.w")
     nbformat.write(nb, path)
     p = run("check", str(path))
     assert p.returncode == 1
     assert p.stdout.count("reproduce:") == 1 and p.stdout.count("    seen: ") == 1  # in full once, at its own exercise
-    full = next(ln for ln in p.stdout.splitlines() if ln.startswith("✗ add_local_backward: "))
-    assert full.startswith("✗ add_local_backward: Value.__add__: ") and "grad += ..." in full
+    full = next(ln for ln in p.stdout.splitlines() if ln.startswith("✗ neuron_forward: "))
+    assert "bias before its weights" in full
     later = [ln for ln in p.stdout.splitlines() if ln.startswith("✗ ") and ln != full]
-    assert later and all(ln.endswith(": needs `Value.__add__` to pass first: same cause as above") for ln in later)
-    assert "score: 1 / 8" in p.stdout
+    # a Layer is made of the learner's Neurons, an MLP of their Layers; mse_loss and train are judged on the grader's
+    assert [ln.split(":")[0] for ln in later] == ["✗ layer_forward", "✗ mlp_forward"]
+    assert all(ln.endswith(": needs `Neuron` to pass first: same cause as above") for ln in later)
+    assert "score: 3 / 6" in p.stdout
+
+
+def test_a_slip_in_one_operator_costs_its_own_exercise_only(tmp_path):
+    """Issue 34: `self.grad = ...` in __add__'s _backward cost a correct backward() its 4 points and the
+    accumulation check its 2; each check now judges its own exercise on the grader's scaffolding."""
+    path = solved("03_backward.ipynb", tmp_path)
+    nb = nbformat.read(path, as_version=4)
+    slip = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "ex_03_add")
+    slip.source = slip.source.replace("self.grad += out.grad", "self.grad = out.grad")
+    nbformat.write(nb, path)
+    p = run("check", str(path))
+    assert p.returncode == 1
+    failed = [ln for ln in p.stdout.splitlines() if ln.startswith("✗ ")]
+    assert len(failed) == 1 and failed[0].startswith("✗ add_local_backward: Value.__add__: ") and "grad += ..." in failed[0]
+    assert "score: 7 / 8" in p.stdout

@@ -16,6 +16,7 @@ STYLES = {
     "depth_schedule": "longest-path depth schedule, dict-view children, grads built with `=` of a sum",
     "module_zero_grad": "micrograd Module.zero_grad, repr rounded to 2 decimals, int seed 1",
     "times_label": "a constructor that takes a label second, _op '×' and '＋', capital op names, keyword children",
+    "value_eq_correct": "__eq__/__hash__ compare data, but tuple children and a visited set of id(node)",
 }
 
 
@@ -83,3 +84,52 @@ def test_each_check_needs_exactly_what_the_probes_ask_for():
     from autograder.probes import NEEDS
 
     assert {c.name: c.needs for c in catalog.CHECKS} == {k: tuple(v) for k, v in NEEDS.items()}
+
+
+OWN_NODES = {  # __sub__ and __truediv__ as nodes of their own, their operands kept in a set
+    "    def __sub__(self, other):\n        return self + (-other)": """    def __sub__(self, other):
+        other = other if isinstance(other, Value) else Value(other)
+        out = Value(self.data - other.data, (self, other), "-")
+
+        def _backward():
+            self.grad += out.grad
+            other.grad -= out.grad
+
+        out._backward = _backward
+        return out""",
+    "    def __truediv__(self, other):\n        return self * other**-1": """    def __truediv__(self, other):
+        other = other if isinstance(other, Value) else Value(other)
+        out = Value(self.data / other.data, (self, other), "/")
+
+        def _backward():
+            self.grad += out.grad / other.data
+            other.grad -= self.data / other.data**2 * out.grad
+
+        out._backward = _backward
+        return out""",
+}
+
+
+def test_a_check_whose_graph_the_engine_merged_says_so_instead_of_passing(engine_path, tmp_path):
+    """Issue 34: with __eq__/__hash__ by data, a `-` or `/` node of its own keeps `a * b` and `b * a` (equal data) as
+    one child in its set: the check of `-` and `/` says the graph lost a node the grader built, and why."""
+    source = engine_path("third_party_eq_by_value").read_text()
+    for old, new in OWN_NODES.items():
+        assert source.count(old) == 1
+        source = source.replace(old, new)
+    path = tmp_path / "own_nodes.py"
+    path.write_text(source)
+    results = {r.name: r for r in check_file(str(path))}
+    for name in ("neg_sub_backward", "div_backward"):
+        r = results[name]
+        assert not r.passed and r.misconception == "eq.by_value", (name, r.message)
+        assert "lost a node" in r.message and "your __eq__ calls it equal" in r.message and "`m = a * b; n = b * a" in r.message
+
+
+def test_an_engine_that_merges_equal_nodes_in_backward_is_told_so_by_backward_s_checks(engine_path):
+    """The same engine with -, / made of + and *: its bricks are right (the grader's walk keeps every node apart),
+    its backward() loses nodes of equal data, which the checks of backward() pin on __eq__ as observed."""
+    results = {r.name: r for r in check_file(str(engine_path("third_party_eq_by_value")))}
+    assert results["neg_sub_backward"].passed and results["div_backward"].passed
+    walk = results["backward_once_per_node"]
+    assert not walk.passed and walk.culprit == "Value.__eq__" and "expected a set of 2 distinct nodes, got 1" in walk.message

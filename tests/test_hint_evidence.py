@@ -124,23 +124,28 @@ def test_every_error_sentence_has_a_sample_and_a_near_miss():
 
 
 def test_a_contradicted_accumulation_hint_is_replaced_by_what_is_known():
-    """`grad = ...` where `+=` belongs is never said when the checks of + and * alone show they accumulate."""
+    """`grad = ...` where `+=` belongs is never said when the checks of the operations alone show they accumulate, or
+    when the check runs none of the learner's operations (backward()'s checks run the grader's + and *)."""
     from autograder.checks import get
     from autograder.checks.base import CheckResult
     from autograder.checks.run import Blame
     from autograder.settings import Tolerance
 
-    check = get("backward_accumulates")
-    wrong = CheckResult(check.name, check.targets, 0.0, 1.0,
-                        "gradient of a ...\n  hint: " + msg.hint("node.assigns_instead_of_accumulating") + "\n  reproduce:\n    x",
-                        "failed", "node.assigns_instead_of_accumulating")
+    def wrong(check):
+        return CheckResult(check.name, check.targets, 0.0, 1.0,
+                           "gradient of a ...\n  hint: " + msg.hint("node.assigns_instead_of_accumulating")
+                           + "\n  reproduce:\n    x", "failed", "node.assigns_instead_of_accumulating")
+
     blame = Blame(get, False, Tolerance(), None, None)  # type: ignore[arg-type]
-    fixed = blame._uncontradicted(check, wrong, ["add_local_backward", "mul_local_backward", "backward_alone"])
+    tanh = get("tanh_backward")
+    fixed = blame._uncontradicted(tanh, wrong(tanh), ["tanh_local"])
     assert fixed.misconception == msg.ACCUMULATES_ALONE
     assert msg.hint("node.assigns_instead_of_accumulating") not in fixed.message
     assert msg.hint(msg.ACCUMULATES_ALONE) in fixed.message and "reproduce:" in fixed.message
-    kept = blame._uncontradicted(check, wrong, ["backward_alone"])  # + and * never tested alone: the claim may hold
+    kept = blame._uncontradicted(tanh, wrong(tanh), [])  # tanh never tested alone: the claim may hold
     assert kept.misconception == "node.assigns_instead_of_accumulating"
+    walk = get("backward_accumulates")  # no operation of the learner's runs: the claim cannot hold
+    assert blame._uncontradicted(walk, wrong(walk), []).misconception == msg.ACCUMULATES_ALONE
 
 
 def test_a_missing_rtruediv_is_named_not_rmul_or_radd():

@@ -66,9 +66,9 @@ def test_grad_that_is_not_a_number_fails_with_its_type(value, says):
 
 
 def test_junk_grad_inside_the_graph_names_the_failing_operation():
-    message = failure("mul_backward", GRAD_AFTER_MUL.format(value="'0.5'"))
-    # tested alone, __mul__'s _backward is caught leaving a str in a.grad
-    assert "Value.__mul__" in message and "a.grad is a str ('0.5')" in message
+    message = failure("mul_local_backward", GRAD_AFTER_MUL.format(value="'0.5'"))
+    # __mul__'s _backward is caught leaving a str in a.grad
+    assert "a.grad is a str ('0.5')" in message
 
 
 LIAR = '''
@@ -86,13 +86,13 @@ class Liar(float):
 
 
 def test_float_subclass_that_lies_is_read_by_its_stored_value():
-    message = failure("mul_backward", LIAR + GRAD_AFTER_MUL.format(value="Liar(0.0)"))
+    message = failure("mul_local_backward", LIAR + GRAD_AFTER_MUL.format(value="Liar(0.0)"))
     assert "got a.grad = 0," in message and "expected" in message
 
 
 def test_int_subclass_that_lies_is_read_by_its_stored_value():
     patch = "class Lying(int):\n    def __index__(self): return 7\n    def __float__(self): return 7.0\n"
-    message = failure("mul_backward", patch + GRAD_AFTER_MUL.format(value="Lying(0)"))
+    message = failure("mul_local_backward", patch + GRAD_AFTER_MUL.format(value="Lying(0)"))
     assert "got a.grad = 0," in message
 
 
@@ -108,7 +108,7 @@ def test_method_that_raises_names_the_exception_and_the_method():
 
 
 def test_backward_closure_that_raises_is_blamed_on_the_closure():
-    message = failure("mul_backward", GRAD_AFTER_MUL.format(value="1 / 0"))
+    message = failure("mul_local_backward", GRAD_AFTER_MUL.format(value="1 / 0"))
     assert "ZeroDivisionError" in message and "__mul__.<locals>._backward" in message
 
 
@@ -156,11 +156,11 @@ def __init__(self, data, _children=(), _op="", label=""):
         self._prev = Endless()
 Value.__init__ = __init__
 '''
-    ladder = run_check(catalog.get("backward_once_per_node"), engine(patch), limits=Limits(check_timeout=5))
-    assert not ladder.passed and "more than 100000 children" in ladder.message
-    # the learner's own backward loops: stopped by the check's time limit, or (when the forward check it depends on
-    # walks the endless _prev first, which depends on how fast this process is) blamed on that walk; never a hang
-    message = failure("add_backward", patch)
+    # the learner's + makes its own node: reading its children stops at the bound
+    add = run_check(catalog.get("add_forward"), engine(patch), limits=Limits(check_timeout=5))
+    assert not add.passed and "more than 100000 children" in add.message
+    # the grader's backward() walking the learner's tanh node stops at the bound too, or at the time limit
+    message = failure("tanh_backward", patch)
     assert "did not finish" in message or "more than 100000 children" in message, message
 
 
@@ -193,7 +193,7 @@ def __init__(self, data, _children=(), _op="", label=""):
     self._prev = tuple(c.data for c in _children)
 Value.__init__ = __init__
 '''
-    assert "is a float" in failure("backward_once_per_node", patch)
+    assert "is a float" in failure("tanh_backward", patch)  # the learner's tanh node, walked by the grader
 
 
 def test_operator_returning_a_plain_number_is_named():
@@ -233,7 +233,9 @@ def test_a_whole_hostile_engine_is_graded_without_raising():
     patch = LIAR + GRAD_AFTER_MUL.format(value="Liar(0.0)") + "Value.tanh = lambda self: (_ for _ in ()).throw(SystemExit)\n"
     results = run_checks(catalog.spec_checks(), engine(patch), limits=FAST)
     failed = {r.name for r in results if not r.passed}
-    assert {"mul_backward", "tanh_backward", "neuron_forward", "train_descends"} <= failed
+    assert {"number_operands", "tanh_backward"} <= failed  # the checks that run the hostile * and tanh
+    # the net's checks run the grader's Value operations, so the hostile ones cost them nothing
+    assert not {"neuron_forward", "train_descends"} & failed
 
 
 def test_time_limit_survives_a_timeout_swallowed_by_a_finalizer():

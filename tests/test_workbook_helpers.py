@@ -104,33 +104,24 @@ def test_summary_lists_failing_checks_apart_from_unfinished_ones(ref, capsys):
 
 
 def test_summary_scores_a_check_where_its_cell_stands_not_where_it_passes_at_the_end(ref, monkeypatch, capsys):
-    """nbgrader runs top to bottom: a check that failed at its cell (an operator defined only later) scores 0."""
+    """nbgrader runs top to bottom: a check that failed at its cell (the Neuron a Layer is made of, fixed only
+    later) scores 0."""
     monkeypatch.setattr(notebook, "in_kernel", lambda: True)  # a learner's kernel: check shows and returns
     monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
-
-    class Value(ref.Value):
-        __rmul__ = None  # not written yet: a later exercise
-
-        def __neg__(self):
-            return -1 * self  # a correct answer, once __rmul__ exists
-
-        def __sub__(self, other):
-            return self + (-other)
-
-    ns = {"Value": Value}
+    ns = bias_first_net()
     check("add_forward", ns=ns)
-    check("neg_sub_backward", ns=ns)  # its check cell: fails here, as nbgrader will score it
-    Value.__rmul__ = lambda self, other: self * other  # the later exercise
-    summary((1, "add_forward"), (1, "neg_sub_backward"), (1, "mul_forward"), ns=ns)
+    check("layer_forward", ns=ns)  # its check cell: fails here (its Neuron lists the bias first), as nbgrader scores it
+    ns["Neuron"] = ref.Neuron  # the Neuron fixed afterwards
+    summary((1, "add_forward"), (1, "layer_forward"), (1, "mul_forward"), ns=ns)
     out = capsys.readouterr().out.split("Points as nbgrader")[-1]
     assert "1 of 3 points; 1 of 3 checks pass." in out and "done" not in out.replace("Not done", "")
-    assert re.search(r"0 of 1 point +✓ neg_sub_backward: .*\(passes now, but failed when its check cell ran\)", out)
+    assert re.search(r"0 of 1 point +✓ layer_forward: .*\(passes now, but failed when its check cell ran\)", out)
     assert "(passes now, but failed when its check cell ran)" in out
     assert "(passes now, but its check cell has not run)" in out  # mul_forward: no check cell ran it
-    assert "Passing only now: neg_sub_backward, mul_forward." in out and "Restart & Run All" in out
-    check("neg_sub_backward", ns=ns)  # re-run where it stands, now with __rmul__: it counts
+    assert "Passing only now: layer_forward, mul_forward." in out and "Restart & Run All" in out
+    check("layer_forward", ns=ns)  # re-run where it stands, now with the fixed Neuron: it counts
     check("mul_forward", ns=ns)
-    summary((1, "add_forward"), (1, "neg_sub_backward"), (1, "mul_forward"), ns=ns)
+    summary((1, "add_forward"), (1, "layer_forward"), (1, "mul_forward"), ns=ns)
     out = capsys.readouterr().out.split("Points as nbgrader")[-1]
     assert "3 of 3 points; 3 of 3 checks pass: this notebook is done" in out and "Passing only now" not in out
 
@@ -172,40 +163,43 @@ def test_check_in_a_learners_kernel_shows_the_diagnosis_and_returns(ref, monkeyp
         check("numerical_derivative", ns=vars(ref))
 
 
+def bias_first_net() -> dict:
+    """The reference engine whose Neuron lists its bias first: a fresh module, so that its Layer (which looks Neuron
+    up in the module) is made of the broken Neurons."""
+    spec = importlib.util.spec_from_file_location("bias_first_engine", Path(__file__).parent / "engines" / "reference.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+
+    class Neuron(module.Neuron):
+        def parameters(self):
+            return [self.b, *self.w]
+
+    module.Neuron = Neuron
+    return vars(module)
+
+
 def test_check_html_marks_pass_and_fail_leads_with_the_sentence_and_folds_the_reproduce_block(ref):
-    class Value(ref.Value):
-        def __add__(self, other):
-            other = other if isinstance(other, Value) else Value(other)
-            out = Value(self.data + other.data, (self, other), "+")
-
-            def _backward():
-                self.grad = out.grad
-                other.grad = out.grad
-
-            out._backward = _backward
-            return out
-
-    bad = outcome("backward_accumulates", {"Value": Value})
+    bad = outcome("layer_forward", bias_first_net())  # a Layer made of the learner's (broken) Neurons
     good = outcome("mul_forward", {"Value": ref.Value})
     html = notebook.verdict_html([good, bad], hidden=False)
     assert f'color:{notebook.GREEN};font-weight:bold">✓ mul_forward</span>' in html
-    assert f'color:{notebook.RED};font-weight:bold">✗ backward_accumulates</span>' in html
+    assert f'color:{notebook.RED};font-weight:bold">✗ layer_forward</span>' in html
     # one order: the method and the misconception's sentence on the ✗ line, then the numbers, then the folded repro
     lead = html.index('class="autograder-lead"')
-    assert "`Value.__add__`" in html[lead:lead + 200] and "accumulate `grad += ...`" in html[lead:html.index("</div>", lead)]
+    assert "`Neuron`" in html[lead:lead + 200] and "bias before its weights" in html[lead:html.index("</div>", lead)]
     assert lead < html.index('class="autograder-evidence"') < html.index("<details")
     assert ('<summary style="display:list-item;cursor:pointer">reproduce</summary>' in html
-            and "\nprint(a.grad" in html)  # a disclosure whose triangle shows, whatever the page's CSS
+            and "\nprint(model(x).data" in html)  # a disclosure whose triangle shows, whatever the page's CSS
     assert "white-space:pre-wrap" in html  # long lines wrap, in JupyterLab and in nbgrader's feedback HTML
-    assert "hint:" not in html and "tested alone" not in html and "add_local_backward" not in html  # no probe names
+    assert "hint:" not in html and "tested alone" not in html and "neuron_forward" not in html  # no probe names
     text = notebook.verdict_text([good, bad], hidden=False)
     assert text.startswith("✓ mul_forward") and "reproduce:" in text
-    first = next(ln for ln in text.splitlines() if ln.startswith("✗ backward_accumulates"))
-    assert first.startswith("✗ backward_accumulates: needs `Value.__add__` to pass first: ") and "grad += ..." in first
+    first = next(ln for ln in text.splitlines() if ln.startswith("✗ layer_forward"))
+    assert first.startswith("✗ layer_forward: needs `Neuron` to pass first: ") and "bias before its weights" in first
     assert text.index(first) < text.index("    seen: ") < text.index("    reproduce:")
     outputs = notebook.check_outputs([good, bad], hidden=False)
     assert outputs[0]["data"] == {"text/plain": text, "text/html": html}
-    assert outputs[1]["ename"] == "CheckFailed" and "backward_accumulates" in outputs[1]["evalue"]
+    assert outputs[1]["ename"] == "CheckFailed" and "layer_forward" in outputs[1]["evalue"]
 
 
 @pytest.fixture
@@ -404,17 +398,17 @@ def test_untouched_hand_filled_grads_are_not_done_yet_and_a_forgotten_root_is_a_
 def test_a_diagnosis_is_shown_in_full_once_per_notebook_and_later_cells_say_same_cause(ref, monkeypatch, capsys):
     monkeypatch.setattr(notebook, "in_kernel", lambda: True)  # a learner's kernel: checks show and return
     monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
-    ns = local_engine(ref, swapped=True)
-    check("mul_local_backward", ns=ns)  # the exercise's own check cell: in full
+    ns = bias_first_net()
+    check("neuron_forward", ns=ns)  # the exercise's own check cell: in full
     first = capsys.readouterr().out
     assert "reproduce:" in first and "seen: " in first
-    check("backward_accumulates", ns=ns)  # a later check cell, the same cause
+    check("layer_forward", ns=ns)  # a later check cell, made of the same Neuron: the same cause
     later = capsys.readouterr().out
-    assert later.strip() == "✗ backward_accumulates: needs `Value.__mul__` to pass first: same cause as above"
-    check("mul_local_backward", ns=ns)  # its own cell run again: in full again
+    assert later.strip() == "✗ layer_forward: needs `Neuron` to pass first: same cause as above"
+    check("neuron_forward", ns=ns)  # its own cell run again: in full again
     assert "reproduce:" in capsys.readouterr().out
-    ns["Value"] = ref.Value  # fixed: the cause is forgotten once its check passes
-    check("mul_local_backward", ns=ns)
+    ns["Neuron"] = ref.Neuron  # fixed: the cause is forgotten once its check passes
+    check("neuron_forward", ns=ns)
     assert notebook.shown_in(ns).first == {}
 
 

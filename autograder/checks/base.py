@@ -85,9 +85,12 @@ class Check:
 
     `cases` returns self-contained JSON cases (never the answers), each naming the probe that observes it;
     the probe (autograder.probes) runs next to the learner's code; `judge` runs here and returns None or a Failure.
-    `isolate` names checks of single methods this one runs through: when this one fails, the first of them that
-    fails is the culprit. `owns` are the methods of this check's own exercise (a culprit among them is reported in
-    full; any other as "needs X to pass first"). `prerequisites` are exercises this one can only be tested through.
+    The probe runs only the learner functions in `targets`: every other Value operation, backward(), the model and
+    the loss are the grader's own while it runs (probes/scaffold.py), so a check judges its own exercise.
+    `isolate` names checks of single methods this one runs (a brick's local rule, backward() alone, __eq__): when
+    this one fails, the first of them that fails is the culprit. `owns` are the methods of this check's own exercise
+    (a culprit among them is reported in full; any other as "needs X to pass first"). `prerequisites` are exercises
+    this one is made of (a Layer of the learner's Neurons; the notebook says so above the exercise).
     """
 
     name: str

@@ -125,15 +125,20 @@ def judge_expression(case: Case, obs: Observation, tol: Tolerance) -> Failure | 
         for m, wrong in GRADIENT_MISTAKES.get(key, []):
             if all(grad_close(x, w, ref, 1e-6, 1e-9) for x, w in zip(got, wrong(*xs))):
                 mis = m
+        lost = obs.get("merged") or []
+        if lost:  # the learner's engine merged two nodes the grader built: what was observed, and why
+            mis = "eq.by_value"
         brick, prefix = BRICK_OF.get(key), ""
         if brick:  # a brick's check: name the brick, unless the mistake names another method
-            if abs(g) < 1e-12:
+            if abs(g) < 1e-12 and not lost:
                 reaches = obs.get("reaches")
                 mis = f"{brick}.graph_cut" if reaches is not None and not reaches[i] else f"{brick}.no_backward"
             kind = (mis or "").split(".")[0]
             prefix = msg.method_prefix(mis) if kind not in ("", "node", "backward") else f"{msg.METHOD_OF[brick]}: "
+        merge = (f" (the graph below out lost a node of data {lost[0]:.6g} that the grader built: your __eq__ calls it "
+                 "equal to another node of that data, and a set kept only one of them)") if lost else ""
         return Failure(f"{prefix}gradient of {p} in {where(expr, xs)}: expected {want}, got {g:.10g}; "
-                       f"error {abs(g - est.value):.3g} > tolerance {bound:.3g}", mis, name=p, repro=repro)
+                       f"error {abs(g - est.value):.3g} > tolerance {bound:.3g}{merge}", mis, name=p, repro=repro)
     return None
 
 

@@ -295,10 +295,14 @@ register(Check("eq_identity", (f"{V}.__eq__", f"{V}.__hash__"), "distinct nodes 
                lambda rng, hidden: [{"probe": "twins", "x": generic_inputs(rng, 1)[0]}], judge_twins, group="isolated"))
 
 ENGINE = ("add_forward", "mul_forward", "add_local_backward", "mul_local_backward", "backward_alone", "eq_identity")
-BACKWARD_CELL = {"isolate": ENGINE, "owns": (BWD, f"{V}.__eq__")}
+# backward()'s checks run the learner's backward() alone: the graphs' + and * are the grader's (probes/scaffold.py),
+# so a slip in __add__ costs __add__'s points, not these; a failure is pinned on backward() by its isolated check.
+# A Value whose __eq__/__hash__ compare data makes sets merge distinct nodes: pinned on __eq__, as its isolated
+# check observed it, when backward() alone passes.
+BACKWARD_CELL = {"isolate": ("backward_alone", "eq_identity"), "owns": (BWD, f"{V}.__eq__")}
 
 
-# ---------------------------------------------------------------- backward() through + and * (notebook 3)
+# ---------------------------------------------------------------- backward() on graphs of the grader's + and * (notebook 3)
 
 def seed_cases(rng: random.Random, hidden: bool) -> list[Case]:
     """Plain pairs of generic inputs."""
@@ -329,20 +333,20 @@ def judge_seed(case: Case, obs: Observation, tol: Tolerance) -> Failure | None:
     return None
 
 
-register(Check("backward_seeds_root", (MUL, BWD), "backward() seeds the root with 1", seed_cases, judge_seed,
+register(Check("backward_seeds_root", (BWD,), "backward() seeds the root with 1", seed_cases, judge_seed,
                during=lambda case: f"\n  while calling out.backward() on out = a * b with a = Value({case['inputs'][0]!r}), "
                f"b = Value({case['inputs'][1]!r})" + _seed_repro(case), **BACKWARD_CELL))
-# `add_up` multiplies the sum by Value(3.0), so that out.grad upstream is not 1: the check runs * too
-register(expression_check("add_backward", (ADD, MUL, BWD), "+ routes out.grad to both operands", ["add_up", "add3"],
+# `add_up` multiplies the sum by Value(3.0), so that out.grad upstream is not 1
+register(expression_check("add_backward", (BWD,), "+ routes out.grad to both operands", ["add_up", "add3"],
                           **BACKWARD_CELL))
-register(expression_check("mul_backward", (MUL, BWD), "* swaps the operands, times out.grad", ["mul_up", "mul3"],
+register(expression_check("mul_backward", (BWD,), "* swaps the operands, times out.grad", ["mul_up", "mul3"],
                           **BACKWARD_CELL))
-register(expression_check("backward_accumulates", (ADD, MUL, BWD), "a node used twice accumulates both gradients",
+register(expression_check("backward_accumulates", (BWD,), "a node used twice accumulates both gradients",
                           ["a_plus_a", "a_times_a", "ab_plus_a", "a_plus_a_up", "a_plus_b_plus_a", "a_times_b_times_a"],
                           **BACKWARD_CELL))
-register(expression_check("backward_chain_order", (ADD, MUL, BWD), "gradients flow from the root down, in order",
+register(expression_check("backward_chain_order", (BWD,), "gradients flow from the root down, in order",
                           ["chain", "chain_up", "mul_add"], **BACKWARD_CELL))
-register(expression_check("backward_topological_order", (ADD, MUL, BWD),
+register(expression_check("backward_topological_order", (BWD,),
                           "shared nodes and skip connections are walked in topological order",
                           ["shared", "skip_mul", "diamond"], **BACKWARD_CELL))
 
@@ -377,10 +381,11 @@ def judge_ladder(case: Case, obs: Observation, tol: Tolerance) -> Failure | None
     return None
 
 
-register(Check("backward_once_per_node", (ADD, MUL, BWD), "each node's _backward runs exactly once",
+register(Check("backward_once_per_node", (BWD,), "each node's _backward runs exactly once",
                ladder_cases, judge_ladder, during=lambda case: f"\n  while back-propagating {_ladder_where(case)}",
                **BACKWARD_CELL))
-register(expression_check("backward_equal_data", (ADD, MUL, BWD, f"{V}.__eq__", f"{V}.__hash__"),
-                          "distinct nodes with equal data stay distinct", ["twins", "tied_leaves"], **BACKWARD_CELL))
+register(expression_check("backward_equal_data", (BWD, f"{V}.__eq__", f"{V}.__hash__"),
+                          "distinct nodes with equal data stay distinct", ["twins", "tied_leaves"],
+                          isolate=("backward_alone", "eq_identity"), owns=(BWD, f"{V}.__eq__")))
 
 __all__ = ["ADD_FORWARD", "BACKWARD_ALONE", "ENGINE", "MUL_FORWARD"]

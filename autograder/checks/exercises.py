@@ -12,7 +12,7 @@ from ..truth.numeric import generic_inputs, grad_close, known_gradient, value_cl
 from ..truth.slips import Space, evaluate, recover
 from . import messages as msg
 from .base import ERROR, NOT_IMPLEMENTED, Case, Check, Failure, Observation
-from .common import ADD, BWD, EXPRESSIONS, MUL, TANH, register, sample, where
+from .common import EXPRESSIONS, register, sample, where
 
 # ---------------------------------------------------------------- numerical_derivative (notebook 1)
 
@@ -297,9 +297,10 @@ def judge_tanh_bricks(case: Case, obs: Observation, tol: Tolerance) -> Failure |
     return None
 
 
-register(Check("tanh_from_bricks", ("tanh_from_bricks", BWD), "tanh rebuilt from exp, +, -, / has tanh's value and gradient",
+# the bricks tanh_from_bricks is made of, and backward(), are the grader's (probes/scaffold.py): only the composition
+# is judged
+register(Check("tanh_from_bricks", ("tanh_from_bricks",), "tanh rebuilt from exp, +, -, / has tanh's value and gradient",
                tanh_bricks_cases, judge_tanh_bricks, group="exercise",
-               prerequisites=("exp_backward", "div_backward", "neg_sub_backward", "number_operands"),
                during=lambda case: "\n  while calling tanh_from_bricks(Value(x)) and out.backward()"))
 
 # ---------------------------------------------------------------- grads_of (notebook 5)
@@ -355,10 +356,10 @@ def judge_grads_of(case: Case, obs: Observation, tol: Tolerance) -> Failure | No
     return None
 
 
-# the functions grads_of is given are catalogue graphs, so the check runs their + * and tanh as well
-register(Check("grads_of", ("grads_of", ADD, MUL, TANH), "grads_of(f, inputs) returns df/dinput for each input, fresh "
-               "every call", grads_of_cases, judge_grads_of, group="exercise", owns=("grads_of",),
-               isolate=("add_local_backward", "mul_local_backward", "tanh_local", "backward_alone"),
+# the functions grads_of is given are catalogue graphs of the grader's + * and tanh, and the backward() it calls is
+# the grader's too (probes/scaffold.py): only grads_of is judged
+register(Check("grads_of", ("grads_of",), "grads_of(f, inputs) returns df/dinput for each input, fresh "
+               "every call", grads_of_cases, judge_grads_of, group="exercise",
                during=lambda case: f"\n  while calling {_grads_of_call(case)}"))
 
 __all__ = ["where"]

@@ -202,11 +202,12 @@ class Blame:
 
     def _uncontradicted(self, check: Check, result: CheckResult, passed: Sequence[str]) -> CheckResult:
         """The result, its hint dropped where the checks that passed contradict it: `grad = ...` where `+=`
-        belongs, when every operation of the check was tested alone for accumulation and accumulates."""
+        belongs, when every operation of the check was tested alone for accumulation and accumulates, or when the
+        check runs no operation of the learner's at all (the grader's own accumulate)."""
         if result.misconception not in msg.ASSIGNS:
             return result
-        ops = [t for t in check.targets if t not in msg.NOT_AN_OPERATION]
-        if not ops or not all(msg.LOCAL_CHECK.get(t) in passed for t in ops):
+        ops = [t for t in check.targets if t.startswith("Value.") and t not in msg.NOT_AN_OPERATION]
+        if ops and not all(msg.LOCAL_CHECK.get(t) in passed for t in ops):
             return result
         mis = msg.ACCUMULATES_ALONE
         return dataclasses.replace(result, misconception=mis, message=msg.replace_hint(result.message, mis))

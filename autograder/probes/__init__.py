@@ -9,6 +9,10 @@ truth, no sentence; what each check needs defined (`needs.py`) is written from t
 only the standard library and its own modules (a test proves it), so the batch grader's sandboxed worker can load it
 alone.
 
+A probe runs only the learner functions its check names: while it runs, every other Value operation, backward(), the
+net's model and loss are the grader's own (`scaffold.py`), so each check judges its own exercise; and every graph is
+walked in the order the grader built it (`graphs.py`), so a verdict never depends on hash seeds or addresses.
+
 API (called by the grading worker and by the in-kernel `check`):
     missing(check_name, ns) -> list[str]                        targets the namespace lacks
     observe(check_name, ns, case, check_timeout) -> dict        the observation, or {"error", "status", ...}
@@ -24,10 +28,11 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from . import engine, exercises, net
+from . import engine, exercises, graphs, net
 from .graphs import EXPRESSION_FILE
 from .needs import NEEDS
 from .safe import LearnerError, captured_output, describe, time_limit
+from .scaffold import scaffolded
 
 __all__ = ["NEEDS", "PROBES", "is_defined", "missing", "observe"]
 
@@ -159,12 +164,17 @@ def observe(check_name: str, ns: Mapping[str, Any], case: dict[str, Any], check_
     `check_timeout` is the caller's `Limits.check_timeout` (the probe side imports no settings: it runs in the sandbox).
     """
     probe = PROBES[case["probe"]]
+    graphs.BUILT.__init__()  # a fresh record of what the grader builds for this case
     try:
-        with captured_output(), time_limit(check_timeout):
-            return probe(ns, case)
+        # the scaffolding goes in before the time limit starts and out after it stopped: an alarm never lands in
+        # the middle of putting the learner's methods back
+        with captured_output(), scaffolded(ns, NEEDS.get(check_name, ())) as view, time_limit(check_timeout):
+            return probe(view, case)
     except LearnerError as exc:  # nothing raised: a result misread
         return {**exc.as_data(), "status": "error", "where": "", "raised": False}
     except KeyboardInterrupt:
         raise  # the person running the grader pressed Ctrl-C
     except BaseException as exc:  # learner code may raise anything, SystemExit and GeneratorExit included
         return _error(exc)
+    finally:
+        graphs.BUILT.__init__()  # let go of the case's nodes

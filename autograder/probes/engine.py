@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .graphs import compile_expression, make_node, op_text, operand_indices, walk_graph
-from .safe import LearnerError, describe, read_number, short_repr
+from .graphs import BUILT, compile_expression, leaf, make_node, op_text, operand_indices, walk_graph
+from .safe import LearnerError, LearnerTimeout, describe, read_number, short_repr
 
 Case = dict[str, Any]
 Observation = dict[str, Any]
@@ -20,7 +20,7 @@ def probe_expression(ns: Namespace, case: Case) -> Observation:
     """Build the expression from fresh leaves `Value(x)`, run backward, read plain numbers."""
     value = ns["Value"]
     params, source = case["params"], case["source"]
-    leaves = [value(x) for x in case["inputs"]]
+    leaves = [leaf(value, x) for x in case["inputs"]]
     out = compile_expression(params, source, value)(*leaves)
     if not hasattr(out, "data"):
         raise LearnerError("expression_not_a_value", line=source.splitlines()[-1], kind=type(out).__name__,
@@ -29,14 +29,37 @@ def probe_expression(ns: Namespace, case: Case) -> Observation:
     if case["backward"]:
         out.backward()
         obs["root_grad"] = read_number(out.grad, "out.grad after backward()")
-        obs["grads"] = [read_number(leaf.grad, f"{p}.grad") for p, leaf in zip(params, leaves)]
+        obs["grads"] = [read_number(x.grad, f"{p}.grad") for p, x in zip(params, leaves)]
         try:  # which leaves the graph reaches through _prev (a cut one does not); unknown when _prev is odd
             nodes, _ = walk_graph(out, 10_000)
             ids = {id(n) for n in nodes}
-            obs["reaches"] = [id(leaf) in ids for leaf in leaves]
+            obs["reaches"] = [id(x) in ids for x in leaves]
+            obs["merged"] = merged(nodes)
         except LearnerError:
             obs["reaches"] = None
     return obs
+
+
+def merged(nodes: list[Any]) -> list[float]:
+    """The data of each node the grader built that the graph below `out` lost to a distinct node of the graph with
+    equal data that the learner's __eq__ calls equal: a set (a `_prev`) kept one of the two."""
+    reached = {id(n) for n in nodes}
+    built = [n for _, n in BUILT.rank.values()]
+    kept = [n for n in nodes if BUILT.rank_of(n) is not None]
+    lost = []
+    for node in built:
+        if id(node) in reached:
+            continue
+        try:
+            data = read_number(node.data, "data")
+            if any(other is not node and read_number(other.data, "data") == data and (other == node) is True
+                   for other in kept):
+                lost.append(data)
+        except LearnerTimeout:
+            raise
+        except Exception:  # the learner's __eq__ may raise anything: then nothing is claimed
+            continue
+    return lost[:5]
 
 
 NODE_OPS: dict[str, Callable[..., Any]] = {
@@ -52,26 +75,26 @@ def probe_node(ns: Namespace, case: Case) -> Observation:
     """One operation on fresh leaves, read straight off the result: data, children, op; then, when the case
     presets gradients, one `out._backward()` call alone (where `=` instead of `+=` shows)."""
     value = ns["Value"]
-    leaves = [value(x) for x in case["inputs"]]
+    leaves = [leaf(value, x) for x in case["inputs"]]
     operands = [leaves[i] for i in case["operands"]]  # `a + a` uses one leaf twice
     args = [*operands, case["k"]] if case["op"] == "**" else operands
     out = NODE_OPS[case["op"]](*args)
     if not hasattr(out, "data"):
         raise LearnerError("node_not_a_value", op=case["op"], kind=type(out).__name__, shown=short_repr(out))
     obs: Observation = {"data": read_number(out.data, "out.data"), "op": op_text(out),
-                        "children": operand_indices(out, leaves), "is_leaf": [out is leaf for leaf in leaves]}
+                        "children": operand_indices(out, leaves), "is_leaf": [out is x for x in leaves]}
     if not obs["children"] or -1 in obs["children"]:  # composed of other nodes, or cut: does it reach its operands?
         nodes, _ = walk_graph(out, 1000)
         ids = {id(n) for n in nodes}
-        obs["reaches"] = [id(leaf) in ids for leaf in leaves]
+        obs["reaches"] = [id(x) in ids for x in leaves]
     if case.get("upstream") is not None:
-        for leaf, g in zip(leaves, case["preset"]):
-            leaf.grad = g
+        for x, g in zip(leaves, case["preset"]):
+            x.grad = g
         out.grad = case["upstream"]
         if getattr(out, "_backward", None) is None:
             raise LearnerError("backward_is_none")
         out._backward()
-        obs["grads"] = [read_number(leaf.grad, f"{p}.grad") for p, leaf in zip("ab", leaves)]
+        obs["grads"] = [read_number(x.grad, f"{p}.grad") for p, x in zip("ab", leaves)]
     return obs
 
 
@@ -120,11 +143,11 @@ LADDER_RUNGS = 12
 def probe_ladder(ns: Namespace, case: Case) -> Observation:
     """y = y * 0.5 + y * 0.5 repeated; count each node's _backward calls during one backward()."""
     value = ns["Value"]
-    x = value(case["x"])
+    x = leaf(value, case["x"])
     y = x
     for _ in range(case.get("rungs", LADDER_RUNGS)):
-        y = y * value(0.5) + y * value(0.5)  # Value constants: number coercion is not what is tested
-    out = y * value(3.0)
+        y = y * leaf(value, 0.5) + y * leaf(value, 0.5)  # Value constants: number coercion is not what is tested
+    out = y * leaf(value, 3.0)
     nodes, kids = walk_graph(out)
     calls: dict[int, int] = {}
 
@@ -156,7 +179,7 @@ def probe_ladder(ns: Namespace, case: Case) -> Observation:
 def probe_seed(ns: Namespace, case: Case) -> Observation:
     """The root's grad after backward(), on a graph whose gradients start at zero."""
     value = ns["Value"]
-    a, b = value(case["inputs"][0]), value(case["inputs"][1])
+    a, b = leaf(value, case["inputs"][0]), leaf(value, case["inputs"][1])
     out = a * b
     out.backward()
     return {"root_grad": read_number(out.grad, "out.grad"), "a_grad": read_number(a.grad, "a.grad")}

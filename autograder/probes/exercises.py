@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .graphs import compile_expression, op_text, walk_graph
+from .graphs import compile_expression, leaf, op_text, walk_graph
 from .safe import LearnerError, describe, read_number, short_repr
 
 Case = dict[str, Any]
@@ -62,16 +62,16 @@ def probe_tanh_bricks(ns: Namespace, case: Case) -> Observation:
 
 def _tanh_bricks_at(ns: Namespace, x: float) -> dict[str, Any]:
     """Value, gradient, size and ops of the learner's tanh_from_bricks at one input."""
-    leaf = ns["Value"](x)
-    out = ns["tanh_from_bricks"](leaf)
+    x_leaf = leaf(ns["Value"], x)
+    out = ns["tanh_from_bricks"](x_leaf)
     if not hasattr(out, "data"):
         raise LearnerError("bricks_not_a_value", x=repr(x), kind=type(out).__name__, shown=short_repr(out))
     nodes, _ = walk_graph(out)
     ops = [op_text(n) for n in nodes]
     data = read_number(out.data, "tanh_from_bricks(x).data")
     out.backward()
-    return {"data": data, "grad": read_number(leaf.grad, "x.grad"), "nodes": len(nodes), "uses_tanh": "tanh" in ops,
-            "reaches": any(n is leaf for n in nodes)}
+    return {"data": data, "grad": read_number(x_leaf.grad, "x.grad"), "nodes": len(nodes), "uses_tanh": "tanh" in ops,
+            "reaches": any(n is x_leaf for n in nodes)}
 
 
 def probe_grads_of(ns: Namespace, case: Case) -> Observation:

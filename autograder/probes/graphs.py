@@ -1,8 +1,17 @@
-"""Walking and building graphs of the learner's Values, by identity, without trusting what they hold."""
+"""Walking and building graphs of the learner's Values, by identity, without trusting what they hold.
+
+Every walk is in an order fixed by how the grader built the graph, never by id() or a set's order: the nodes the
+grader makes (`make_node`, `leaf`) are recorded with their children in the order given, and their `_prev`, when the
+learner's Values keep a set there, is a set that iterates in that order too (`OrderedSet`); the children of the
+learner's own nodes are put in order by what the grader recorded of them, then by data and `_op`. So a graph is
+walked the same way on every run, whatever PYTHONHASHSEED and wherever the allocator puts the nodes.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import functools
+import heapq
 import itertools
 import textwrap
 from collections.abc import Callable, Sequence
@@ -18,13 +27,18 @@ def compile_expression(params: Sequence[str], source: str, value: Any = None) ->
 
     `Value` in the text is `value`: constants are written `Value(3.0)` where number coercion is not what is tested,
     so an engine whose operators take only Values is judged on the operators alone."""
+    scope: dict[str, Any] = {"Value": value if value is None else lambda data: leaf(value, data)}
+    exec(_compiled(tuple(params), source), scope)
+    return scope["_f"]
+
+
+@functools.lru_cache(maxsize=256)
+def _compiled(params: tuple[str, ...], source: str) -> Any:
     for p in params:
         if not p.isidentifier():
             raise ValueError(f"bad parameter name {p!r}")
     code = f"def _f({', '.join(params)}):\n{textwrap.indent(source, '    ')}\n    return out\n"
-    scope: dict[str, Any] = {"Value": value}
-    exec(compile(code, f"{EXPRESSION_FILE} {source!r}>", "exec"), scope)
-    return scope["_f"]
+    return compile(code, f"{EXPRESSION_FILE} {source!r}>", "exec")
 
 
 def children(node: Any, limit: int) -> list[Any]:
@@ -50,25 +64,138 @@ def children(node: Any, limit: int) -> list[Any]:
 API_ATTRIBUTES = ("data", "grad", "_prev", "_op", "_backward")
 
 
+class _InOrder:
+    """A set that iterates in the order the grader gave its items (of items the set holds as equal, the first, as
+    set() keeps); once the learner's code changes it, in the set's own order."""
+
+    _order: list[Any] | None
+
+    def _keep_order(self, items: list[Any]) -> None:
+        seen: set[Any] = set()
+        order = []
+        for x in items:  # what set() keeps: the first of items equal under the learner's __eq__/__hash__
+            if x not in seen:
+                seen.add(x)
+                order.append(x)
+        self._order = order
+
+    def __iter__(self) -> Any:
+        order = getattr(self, "_order", None)
+        if order is None or len(order) != len(self):  # type: ignore[arg-type]
+            return super().__iter__()  # type: ignore[misc]
+        return iter(order)
+
+
+class OrderedSet(_InOrder, set):  # type: ignore[type-arg]
+    """`set` for the `_prev` of a node the grader builds, iterating in the grader's order."""
+
+    def __init__(self, items: Sequence[Any] = ()) -> None:
+        items = list(items)
+        set.__init__(self, items)
+        self._keep_order(items)
+
+
+def _forgets_order(name: str) -> Callable[..., Any]:
+    method = getattr(set, name)
+
+    def changed(self: OrderedSet, *args: Any) -> Any:
+        self._order = None
+        return method(self, *args)
+
+    changed.__name__ = name
+    return changed
+
+
+for _name in ("add", "discard", "remove", "pop", "clear", "update", "difference_update", "intersection_update",
+              "symmetric_difference_update", "__ior__", "__iand__", "__isub__", "__ixor__"):
+    setattr(OrderedSet, _name, _forgets_order(_name))
+
+
+class OrderedFrozenSet(_InOrder, frozenset):  # type: ignore[type-arg]
+    """`frozenset` for the `_prev` of a node the grader builds, iterating in the grader's order."""
+
+    def __new__(cls, items: Sequence[Any] = ()) -> OrderedFrozenSet:
+        items = list(items)
+        made = super().__new__(cls, items)
+        made._keep_order(items)
+        return made
+
+
+_ORDERED = {set: OrderedSet, frozenset: OrderedFrozenSet, tuple: tuple, list: list}
+
+
+class Built:
+    """What the grader built during one observation: each node's rank (the order it was made in) and, for the nodes
+    it made itself, their children in the order given. Holding the objects keeps their ids unique meanwhile."""
+
+    def __init__(self) -> None:
+        self.rank: dict[int, tuple[int, Any]] = {}
+        self.kids: dict[int, list[Any]] = {}
+
+    def add(self, node: Any, kids: Sequence[Any] | None = None) -> None:
+        """Record a node the grader made (with its children), or a leaf."""
+        self.rank.setdefault(id(node), (len(self.rank), node))
+        if kids is not None:
+            self.kids[id(node)] = list(kids)
+
+    def rank_of(self, node: Any) -> int | None:
+        entry = self.rank.get(id(node))
+        return entry[0] if entry is not None and entry[1] is node else None
+
+
+BUILT = Built()  # the current observation's record (probes.observe starts a fresh one for every case)
+
+
+def leaf(value: Any, data: float) -> Any:
+    """`Value(data)`, recorded as made by the grader."""
+    node = value(data)
+    BUILT.add(node)
+    return node
+
+
 def make_node(value: Any, data: float, kids: Sequence[Any], op: str) -> Any:
     """A node with these children, through any constructor that takes `data` first: `Value(data)`, then `_prev`
-    (of the type a leaf's `_prev` has) and `_op` set as attributes; the positional `Value(data, kids, op)` only
-    where the attributes cannot be set."""
+    (of the type a leaf's `_prev` has, a set iterating in the order given) and `_op` set as attributes; the
+    positional `Value(data, kids, op)` only where the attributes cannot be set. Recorded as made by the grader."""
     node = value(data)
     if not hasattr(node, "_prev"):
         raise LearnerError("missing_attribute", attr="_prev")
     kind = type(node._prev)
     try:
-        node._prev = kind(kids) if kind in (set, frozenset, tuple, list) else tuple(kids)
+        node._prev = _ORDERED[kind](kids) if kind in _ORDERED else tuple(kids)
         with contextlib.suppress(AttributeError, TypeError):
             node._op = op
-        return node
     except (AttributeError, TypeError):
-        return value(data, tuple(kids), op)
+        node = value(data, tuple(kids), op)
+    BUILT.add(node, kids)
+    return node
+
+
+def _sort_key(node: Any) -> tuple[int, float, str]:
+    """Where a child the grader did not order itself goes among its siblings: nodes the grader made first, in the
+    order it made them, then by data and `_op` (never by id())."""
+    rank = BUILT.rank_of(node)
+    try:
+        data = read_number(getattr(node, "data", None), "data")
+    except LearnerError:
+        data = float("inf")
+    return (rank if rank is not None else len(BUILT.rank) + 1, data if data == data else float("inf"),
+            op_text(node) or "")
+
+
+def ordered_children(node: Any, limit: int) -> list[Any]:
+    """A node's children in a fixed order: as the grader gave them, for a node it made; else `_prev`, sorted."""
+    if BUILT.rank_of(node) is not None and id(node) in BUILT.kids:
+        kids = BUILT.kids[id(node)]
+        unique = {id(k): k for k in kids}  # a * a: one child, walked once
+        return list(unique.values())
+    kids = children(node, limit)
+    return sorted(kids, key=_sort_key)
 
 
 def walk_graph(root: Any, limit: int = 100_000) -> tuple[list[Any], dict[int, list[Any]]]:
-    """Every node reachable through `_prev`, by identity (never by the learner's __eq__/__hash__), and its children."""
+    """Every node reachable through `_prev`, by identity (never by the learner's __eq__/__hash__), and its children,
+    in a fixed order (see the module's docstring)."""
     seen: dict[int, Any] = {}
     kids_of: dict[int, list[Any]] = {}
     stack = [root]
@@ -79,10 +206,34 @@ def walk_graph(root: Any, limit: int = 100_000) -> tuple[list[Any], dict[int, li
         seen[id(node)] = node
         if len(seen) > limit:
             raise LearnerError("graph_too_big", limit=limit)
-        kids = children(node, limit)
+        kids = ordered_children(node, limit)
         kids_of[id(node)] = kids
-        stack.extend(kids)
+        stack.extend(reversed(kids))
     return list(seen.values()), kids_of
+
+
+def backward_order(root: Any, limit: int = 100_000) -> list[Any]:
+    """Every node reachable from `root` in an order to call their `_backward` in: each after every node that uses
+    it (a reverse topological order), fixed by how the graph was built; of the nodes ready at a time, the grader's own
+    go first, so a learner's node runs as late as the graph allows (a `_backward` that sets `grad = ...` where `+=`
+    belongs meets a child that already holds a gradient wherever one can)."""
+    nodes, kids = walk_graph(root, limit)
+    users = {id(n): 0 for n in nodes}
+    for n in nodes:
+        for k in kids[id(n)]:
+            users[id(k)] += 1
+    place = {id(n): (0 if id(n) in BUILT.kids else 1, i) for i, n in enumerate(nodes)}
+    by_place = {place[id(n)]: n for n in nodes}
+    ready = [place[id(root)]] if users[id(root)] == 0 else []  # a root that a cycle leads back to runs nothing
+    order = []
+    while ready:
+        node = by_place[heapq.heappop(ready)]
+        order.append(node)
+        for k in kids[id(node)]:
+            users[id(k)] -= 1
+            if users[id(k)] == 0:
+                heapq.heappush(ready, place[id(k)])
+    return order
 
 
 def reachable(root: Any, targets: Sequence[Any], limit: int = 10_000) -> int:
