@@ -68,6 +68,9 @@ def test_a_fallback_sentence_claims_nothing_about_the_code():
 # (misconception, an error (and the learner's line) it names, a near miss: the same kind of error from another cause)
 ERROR_SAMPLES = [
     ("common.timeout", "your code did not finish within 5 s", "", "TimeoutError: the socket read timed out", ""),
+    ("node.divides_by_data", "ZeroDivisionError: float division by zero",
+     "self.grad += out.data / self.data * out.grad", "ZeroDivisionError: float division by zero",
+     "return abs(a - b) / scale"),
     ("common.endless_recursion", "RecursionError in __radd__: the graph is only a few hundred nodes deep", "",
      "ValueError: maximum depth of 3 exceeded", ""),
     ("repr.prints_instead_of_returning", "TypeError: __repr__ returned non-string (type NoneType)", "",

@@ -217,9 +217,11 @@ TWINS: dict[str, Twin] = {
 ''', '''        out._backward = lambda: setattr(self, "grad", self.grad + out.data * out.grad)
         return out
 ''')),
+    # the slope through the output, out.data / self.data, guarded where the data is 0 (the power rule there)
     "pow_through_the_output": twin(
-        "pow.derivative_keeps_power pow.exponent_off_by_one pow.wrong_slope",
-        ("k * self.data ** (k - 1) * out.grad", "k * out.data / self.data * out.grad")),
+        "pow.derivative_keeps_power pow.exponent_off_by_one pow.wrong_slope node.divides_by_data",
+        ("k * self.data ** (k - 1) * out.grad",
+         "(k * out.data / self.data if self.data else k * 0.0 ** (k - 1)) * out.grad")),
     "pow_backward_set_by_a_lambda": twin(
         "pow.no_backward pow.derivative_keeps_power",
         ('''        def _backward():
@@ -332,6 +334,11 @@ TWINS: dict[str, Twin] = {
     "backward_by_an_explicit_stack": twin(
         "backward.preorder backward.runs_a_node_twice backward.ran_twice backward.grad_stayed_zero backward.misses_nodes",
         (REFERENCE[REFERENCE.index("    def backward(self):"):REFERENCE.index("    def __neg__")], ITERATIVE + "\n")),
+    "backward_keeps_class_lists_it_empties_each_call": twin(
+        "backward.keeps_state",
+        ("    def backward(self):\n        topo, visited = [], set()\n",
+         "    _topo, _visited = [], set()\n\n    def backward(self):\n        topo, visited = Value._topo, Value._visited\n"
+         "        topo.clear()\n        visited.clear()\n")),
     "backward_zeroes_every_grad_first": twin(
         "backward.sets_every_grad backward.root_not_seeded",
         ("        self.grad = 1.0\n        for node in reversed(topo):",

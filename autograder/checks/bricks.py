@@ -20,6 +20,7 @@ from .common import (
     TANH,
     VALUE_MISTAKES,
     V,
+    at_zero,
     expression_check,
     judge_node,
     node_case,
@@ -40,6 +41,7 @@ EXPRESSIONS.update({
     # pow
     "square": Expr(("a",), "a ** 2", upstream=3.0, exact=lambda a: (6 * a,)),
     "cube": Expr(("a",), "a ** 3", exact=lambda a: (3 * a * a,)),
+    "cube_zero": Expr(("a",), "a ** 3", upstream=3.0, zeros=(0,), exact=lambda a: (0.0,)),
     "inverse": Expr(("a",), "a ** -1", exact=lambda a: (-1 / (a * a),)),
     "sqrt": Expr(("a",), "(a * a) ** 0.5", exact=lambda a: (math.copysign(1.0, a),)),
     # neg, sub, div
@@ -48,6 +50,7 @@ EXPRESSIONS.update({
     "sub_self": Expr(("a", "b"), "a * b - a", exact=lambda a, b: (b - 1, a)),
     "div": Expr(("a", "b"), "a / b", upstream=3.0, exact=lambda a, b: (3 / b, -3 * a / (b * b))),
     "div_self": Expr(("a", "b"), "(a + b) / a"),
+    "div_zero": Expr(("a", "b"), "a / b", upstream=3.0, zeros=(0,), exact=lambda a, b: (3 / b, 0.0)),
     # numbers on either side
     "radd": Expr(("a",), "1 + a", upstream=3.0, exact=lambda a: (3.0,)),
     "add_number": Expr(("a",), "a + 1", exact=lambda a: (1.0,)),
@@ -105,6 +108,7 @@ GRADIENT_MISTAKES.update({
     "rsub_reuse": [(ASSIGNS, lambda a: (-1.5,))],
     "rtruediv_reuse": [(ASSIGNS, lambda a: (-2 / (a * a),))],
 })
+BRICK_OF.update({"cube_zero": "pow", "div_zero": "div"})
 BRICK_OF.update({"tanh": "tanh", "tanh_mul": "tanh", "tanh_reuse": "tanh", "exp": "exp", "exp_mul": "exp",
                  "exp_reuse": "exp", "square": "pow", "cube": "pow", "inverse": "pow", "sqrt": "pow", "pow_reuse": "pow",
                  "neg": "neg", "neg_reuse": "neg", "sub": "sub", "sub_self": "sub", "sub_number": "sub", "sub_reuse": "sub",
@@ -127,7 +131,10 @@ def unary_local_cases(op: str, k: float | None = None) -> Callable[[random.Rando
     """The node alone: structure, then preset grads and one out._backward() call."""
 
     def cases(rng: random.Random, hidden: bool) -> list[Case]:
-        return [node_case(op, rng, local=True, k=k) for _ in range(2 if hidden else 1)]
+        out = [node_case(op, rng, local=True, k=k) for _ in range(2 if hidden else 1)]
+        if op == "**":  # last: x = 0, where x**k (k >= 2) has slope 0 and a slope that divides by x is undefined
+            out.append(at_zero(node_case(op, rng, local=True, k=k)))
+        return out
 
     return cases
 
@@ -153,11 +160,13 @@ def bricks_check(name: str, bricks: tuple[str, ...], description: str, keys: lis
 bricks_check("tanh_backward", (TANH,), "tanh: forward, and local derivative 1 - t**2",
              ["tanh", "tanh_mul", "tanh_twice", "skip_tanh", "tanh_reuse"], ("tanh_local",))
 bricks_check("exp_backward", (EXP,), "exp: forward, and local derivative exp(x)", ["exp", "exp_mul", "exp_reuse"], ("exp_local",))
-bricks_check("pow_backward", (POW,), "** number: forward, and n * x**(n-1)", ["square", "cube", "inverse", "sqrt", "pow_reuse"],
+bricks_check("pow_backward", (POW,), "** number: forward, and n * x**(n-1)",
+             ["square", "cube", "inverse", "sqrt", "pow_reuse", "cube_zero"],
              ("pow_local",))
 bricks_check("neg_sub_backward", (f"{V}.__neg__", f"{V}.__sub__"), "-a, a - b and a - number",
              ["neg", "sub", "sub_self", "sub_number", "neg_reuse", "sub_reuse"])
-bricks_check("div_backward", (f"{V}.__truediv__",), "a / b, and a / number", ["div", "div_self", "rdiv", "div_reuse"],
+bricks_check("div_backward", (f"{V}.__truediv__",), "a / b, and a / number",
+             ["div", "div_self", "rdiv", "div_reuse", "div_zero"],
              ("pow_local",))
 bricks_check("number_operands", (f"{V}.__radd__", f"{V}.__rmul__"), "numbers on either side of + and *",
              ["radd", "add_number", "rmul", "mul_number", "sum", "radd_reuse", "rmul_reuse"])

@@ -43,6 +43,7 @@ def sample(expr: Expr, rng: random.Random) -> list[float]:
         xs = generic_inputs(rng, len(expr.params), expr.low, expr.high)
         if expr.tied:
             xs = [xs[0]] * len(xs)
+        xs = [0.0 if i in expr.zeros else x for i, x in enumerate(xs)]
         try:
             f = expr.reference(*xs)
         except (ArithmeticError, ValueError):
@@ -62,8 +63,11 @@ def where(expr: Expr, xs: Sequence[float]) -> str:
 def expression_case(key: str, rng: random.Random, backward: bool) -> Case:
     """One self-contained case: the expression's text and parameters, the inputs, whether to back-propagate."""
     expr = EXPRESSIONS[key]
-    return {"probe": "expression", "expr": key, "params": list(expr.params), "source": expr.source,
-            "inputs": sample(expr, rng), "backward": backward}
+    case = {"probe": "again" if expr.again else "expression", "expr": key, "params": list(expr.params),
+            "source": expr.source, "inputs": sample(expr, rng), "backward": backward}
+    if expr.again:
+        case["zero"] = expr.again
+    return case
 
 
 def _ratio_misconception(expr: Expr, got: float, want: float, used_twice: bool) -> str | None:
@@ -166,6 +170,11 @@ def node_case(op: str, rng: random.Random, operands: Sequence[int] | None = None
         case["preset"] = [round(abs(x) * 0.4, 3) for x in xs[n: n + n]]  # as if another use had passed a gradient
         case["upstream"] = xs[-1]
     return case
+
+
+def at_zero(case: Case) -> Case:
+    """The node case with its first operand's data exactly 0 (every operation here has a slope there)."""
+    return {**case, "inputs": [0.0, *case["inputs"][1:]]}
 
 
 def _local_slopes(case: Case) -> list[float]:
@@ -443,5 +452,6 @@ def expression_check(name: str, targets: tuple[str, ...], description: str, keys
         out = [expression_case(k, rng, backward) for k in keys for _ in range(n)]
         return out + (extra(rng, hidden) if extra else [])
 
-    return Check(name, targets, description, cases, judge_by_probe(expression=judge_expression, node=judge_node),
-                 points, during=during_by_probe(expression=expression_during, node=node_during), **kw)
+    return Check(name, targets, description, cases,
+                 judge_by_probe(expression=judge_expression, again=judge_expression, node=judge_node), points,
+                 during=during_by_probe(expression=expression_during, again=expression_during, node=node_during), **kw)

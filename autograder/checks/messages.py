@@ -88,6 +88,10 @@ MISCONCEPTIONS: dict[str, str] = {
                                    "_backward exactly once, and only after every node that uses it (reverse topological "
                                    "order, built with a visited set); recursion without a topological sort, or a "
                                    "breadth-first walk, breaks this"),
+    "backward.keeps_state": ("backward() keeps something from one call to the next (a topological list or visited "
+                             "set that outlives the call: kept on the class, in a default argument such as topo=[], "
+                             "in a global, or as a mark left on the nodes), so a later graph runs nodes of an earlier "
+                             "one again or skips nodes it holds: make them afresh inside each backward() call"),
     "eq.by_value": ("two distinct nodes have equal data here: if Value defines __eq__/__hash__ by value, the visited set "
                     "(or a dict) merges them; leave __eq__ and __hash__ as identity, or key the visited set by id(node)"),
     "repr.default": "define __repr__ to show the data, such as Value(data=2.0)",
@@ -192,6 +196,10 @@ MISCONCEPTIONS: dict[str, str] = {
     "rtruediv.operands_inverted": ("2 / a calls a.__rtruediv__(2): `other` is the number on the LEFT, so the result "
                                    "is other / self, other * self**-1; this computes self / other"),
     # structure, when learner code raised
+    "node.divides_by_data": ("the line above divides by a .data that is exactly 0 in this case (0 is a valid "
+                             "input, where the operation has a slope): a slope written as a quotient such as "
+                             "out.data / self.data is right only where the data is not 0; write the local derivative "
+                             "without dividing by an operand's data"),
     "node.returns_float": ("an operation must return a new Value, Value(result, (self, other), op), not a plain number: "
                            "the graph needs Values to walk back through"),
     "node.number_on_the_left": ("a number on the LEFT of a Value (such as -1 * self, or -other + self when other is a "
@@ -347,6 +355,7 @@ def probe_error(reported: dict) -> str:
 # error and the line show.
 ERROR_MISCONCEPTIONS: tuple[tuple[str, str | None, str], ...] = (
     (r"did not finish within", None, "common.timeout"),
+    (r"^ZeroDivisionError", r"/\s*\(?\s*[\w.]*\.data\b", "node.divides_by_data"),
     (r"^RecursionError", None, "common.endless_recursion"),
     (r"__repr__ returned non-string \(type NoneType\)", None, "repr.prints_instead_of_returning"),
     (r"'Value' object has no attribute '(data|grad|_prev|_op|_backward)'", None, "api.missing_attribute"),

@@ -40,6 +40,8 @@ PROBES: dict[str, Probe] = {
     "expression": engine.probe_expression,
     "node": engine.probe_node,
     "backward": engine.probe_backward,
+    "backward_again": engine.probe_backward_again,
+    "again": engine.probe_again,
     "ladder": engine.probe_ladder,
     "seed": engine.probe_seed,
     "twins": engine.probe_twins,

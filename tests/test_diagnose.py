@@ -1,0 +1,81 @@
+"""Issue 34, points 7 and 8: classes of mistakes the checks used to pass or diagnose wrongly, each caught and named
+from the evidence of its own case, with a correct variant beside it that is never failed."""
+
+from __future__ import annotations
+
+import functools
+import tempfile
+from pathlib import Path
+
+import pytest
+from mistakes import REFERENCE, substituted
+
+from autograder.checks import CheckResult
+from autograder.cli import check_file
+
+BACKWARD_HEAD = "    def backward(self):\n        topo, visited = [], set()\n"
+VISIT = "            if v not in visited:\n                visited.add(v)\n"
+MUL_SELF = "self.grad += other.data * out.grad"
+POW_SLOPE = "k * self.data ** (k - 1) * out.grad"
+
+
+@functools.cache
+def graded(*subs: tuple[str, str]) -> tuple[CheckResult, ...]:
+    """Every spec check on the reference engine with the substitutions applied."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "engine.py"
+        path.write_text(substituted(REFERENCE, subs))
+        return tuple(check_file(str(path)))
+
+
+def failed(*subs: tuple[str, str]) -> dict[str, CheckResult]:
+    return {r.name: r for r in graded(*subs) if not r.passed}
+
+
+# ---------------------------------------------------------------- state kept between backward() calls
+
+KEPT_STATE = {
+    "default_arguments": ((BACKWARD_HEAD, "    def backward(self, topo=[], visited=set()):\n"),),
+    "visited_set_on_the_class": ((BACKWARD_HEAD, "    _visited = set()\n\n    def backward(self):\n"
+                                                 "        topo, visited = [], Value._visited\n"),),
+    "topo_list_on_the_class": ((BACKWARD_HEAD, "    _topo = []\n\n    def backward(self):\n"
+                                               "        topo, visited = Value._topo, set()\n"),),
+    "a_mark_left_on_the_nodes": ((VISIT, '            if not getattr(v, "_seen", False):\n'
+                                         "                v._seen = True\n"),),
+}
+
+
+@pytest.mark.parametrize("name", sorted(KEPT_STATE))
+def test_a_backward_that_keeps_state_between_calls_fails_and_says_so(name):
+    bad = failed(*KEPT_STATE[name])
+    assert "backward_once_per_node" in bad, sorted(bad)
+    result = bad["backward_once_per_node"]
+    assert result.misconception == "backward.keeps_state" and result.culprit == "Value.backward", result.message
+    assert "second graph" in result.message
+
+
+def test_a_backward_that_empties_its_kept_lists_each_call_passes():
+    assert failed((BACKWARD_HEAD, "    _topo, _visited = [], set()\n\n    def backward(self):\n"
+                                  "        topo, visited = Value._topo, Value._visited\n"
+                                  "        topo.clear()\n        visited.clear()\n")) == {}
+
+
+# ---------------------------------------------------------------- a slope that divides by the data, at an input of 0
+
+DIVIDES = {
+    "mul": ((MUL_SELF, "self.grad += out.data / self.data * out.grad"),),
+    "pow": ((POW_SLOPE, "k * out.data / self.data * out.grad"),),
+}
+
+
+@pytest.mark.parametrize("name", sorted(DIVIDES))
+def test_a_slope_that_divides_by_the_data_fails_at_zero_and_says_so(name):
+    bad = failed(*DIVIDES[name])
+    assert bad, "passed every check"
+    first = next(iter(bad.values()))
+    assert first.misconception == "node.divides_by_data", first.message
+    assert f"`{DIVIDES[name][0][1].split('+= ')[-1]}" in first.message or "/ self.data" in first.message
+
+
+def test_a_slope_through_the_output_guarded_at_zero_passes():
+    assert failed((POW_SLOPE, "(k * out.data / self.data if self.data else k * 0.0 ** (k - 1)) * out.grad")) == {}
