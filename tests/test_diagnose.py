@@ -79,3 +79,34 @@ def test_a_slope_that_divides_by_the_data_fails_at_zero_and_says_so(name):
 
 def test_a_slope_through_the_output_guarded_at_zero_passes():
     assert failed((POW_SLOPE, "(k * out.data / self.data if self.data else k * 0.0 ** (k - 1)) * out.grad")) == {}
+
+
+# ---------------------------------------------------------------- equal inputs (leaves keyed by their number)
+
+GRADS_OF = "    leaves = [Value(x) for x in inputs]\n    f(*leaves).backward()\n    return [leaf.grad for leaf in leaves]\n"
+
+
+def exercise_results(source: str, name: str) -> CheckResult:
+    """One exercise check run on the reference engine plus `source` (the exercise written as a learner does)."""
+    from autograder.checks import get, run_checks
+    from autograder.loader import load
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "engine.py"
+        path.write_text(REFERENCE + "\n\ndef grads_of(f, inputs):\n" + source)
+        return run_checks([get(name)], load(path).namespace)[0]
+
+
+def test_grads_of_with_leaves_keyed_by_their_number_fails_on_equal_inputs_and_says_so():
+    keyed = ("    leaves = {x: Value(x) for x in inputs}\n    f(*[leaves[x] for x in inputs]).backward()\n"
+             "    return [leaves[x].grad for x in inputs]\n")
+    result = exercise_results(keyed, "grads_of")
+    assert not result.passed and result.misconception == "grads_of.leaves_by_value", result.message
+    assert exercise_results(GRADS_OF, "grads_of").passed
+
+
+def test_grads_of_in_another_order_or_count_is_named():
+    reversed_ = exercise_results(GRADS_OF.replace("for leaf in leaves]", "for leaf in reversed(leaves)]"), "grads_of")
+    assert reversed_.misconception == "grads_of.wrong_order", reversed_.message
+    first = exercise_results(GRADS_OF.replace("[leaf.grad for leaf in leaves]", "[leaves[0].grad]"), "grads_of")
+    assert first.misconception == "grads_of.wrong_count", first.message

@@ -443,6 +443,12 @@ TWINS: dict[str, Twin] = {
         ("    leaves = [Value(x) for x in inputs]\n    f(*leaves).backward()\n    return [leaf.grad for leaf in leaves]\n",
          "    leaves = list(map(Value, inputs))\n    out = f(*leaves)\n    out.backward()\n    grads = []\n"
          "    for leaf in leaves:\n        grads.append(leaf.grad)\n    return grads\n")),
+    # leaves kept in a dict keyed by position (not by number), gradients gathered backwards and turned round
+    "grads_of_by_position_in_a_dict": twin(
+        "grads_of.leaves_by_value grads_of.wrong_order grads_of.wrong_count",
+        ("    leaves = [Value(x) for x in inputs]\n    f(*leaves).backward()\n    return [leaf.grad for leaf in leaves]\n",
+         "    leaves = {i: Value(x) for i, x in enumerate(inputs)}\n    f(*leaves.values()).backward()\n"
+         "    grads = [leaves[i].grad for i in reversed(range(len(inputs)))]\n    return grads[::-1]\n")),
 }
 
 # Hint ids with no correct twin, and why: each reason names the test that holds the sentence to its evidence instead.

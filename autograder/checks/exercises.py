@@ -304,7 +304,7 @@ register(Check("tanh_from_bricks", ("tanh_from_bricks", BWD), "tanh rebuilt from
 
 # ---------------------------------------------------------------- grads_of (notebook 5)
 
-GRADS_OF_KEYS = ("mul_add", "tanh_mul", "diamond", "a_plus_a")
+GRADS_OF_KEYS = ("mul_add", "tanh_mul", "diamond", "a_plus_a", "tied_leaves")  # last: two equal inputs
 
 
 def grads_of_cases(rng: random.Random, hidden: bool) -> list[Case]:
@@ -330,6 +330,13 @@ def _whole_multiples(got: list[float], want: list[float]) -> bool:
     return bool(ratios) and all(round(r) >= 2 and abs(r - round(r)) < 1e-6 for r in ratios)
 
 
+def _orders(n: int) -> list[tuple[int, ...]]:
+    """Every order of n inputs but their own (n is at most 3 here)."""
+    import itertools
+
+    return [p for p in itertools.permutations(range(n)) if p != tuple(range(n))]
+
+
 def judge_grads_of(case: Case, obs: Observation, tol: Tolerance) -> Failure | None:
     """One gradient per input, each the numerical one, the same on a second call."""
     expr = EXPRESSIONS[case["expr"]]
@@ -337,19 +344,31 @@ def judge_grads_of(case: Case, obs: Observation, tol: Tolerance) -> Failure | No
     call = _grads_of_call(case)
     ref = expr.reference(*xs)
     estimates = known_gradient(expr.reference, xs)
+    want = [e.value for e in estimates]
+
+    def close(a: float, b: float) -> bool:
+        return grad_close(a, b, ref, tol.rtol, tol.atol)
+
     for n, got in enumerate(obs["calls"]):
         if len(got) != len(xs):
-            return Failure(f"{call} returned {len(got)} numbers, expected one gradient per input ({len(xs)})")
+            return Failure(f"{call} returned {len(got)} numbers, expected one gradient per input ({len(xs)})",
+                           "grads_of.wrong_count", method="grads_of")
         for p, g, est in zip(expr.params, got, estimates):
             if not grad_close(g, est.value, ref, tol.rtol, tol.atol):
                 again = " on the second call (the first was right)" if n else ""
                 mis = "grads_of.not_fresh" if n else None
+                # equal inputs: each got the sum of the gradients of all inputs equal to it (one leaf for them all)
+                merged = [sum(w for w, y in zip(want, xs) if y == x) for x in xs]
                 if all(value_close(v, x, 1e-12) for v, x in zip(got, xs)):
                     mis = "grads_of.returns_data"
                 elif not n and all(v == 0 for v in got):
                     mis = "grads_of.no_backward"
-                elif not n and _whole_multiples(got, [e.value for e in estimates]):
+                elif not n and len(set(xs)) < len(xs) and all(close(v, w) for v, w in zip(got, merged)):
+                    mis = "grads_of.leaves_by_value"
+                elif not n and _whole_multiples(got, want):
                     mis = "grads_of.backward_twice"  # every gradient a whole multiple: backward() ran again
+                elif not n and any(all(close(v, want[i]) for v, i in zip(got, order)) for order in _orders(len(xs))):
+                    mis = "grads_of.wrong_order"  # the right gradients, in another order than the inputs'
                 return Failure(f"{call}: gradient of {p} expected {est.value:.10g} (numerical), got {g:.10g}{again}",
                                mis, method="grads_of")
     return None

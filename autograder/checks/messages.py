@@ -156,6 +156,12 @@ MISCONCEPTIONS: dict[str, str] = {
     "grads_of.returns_data": "grads_of must return each leaf's .grad after backward(), not its .data",
     "grads_of.backward_twice": ("every gradient is a whole multiple of the right one: backward() ran more than once "
                                 "on the same graph, and each run adds its gradients again; call it once"),
+    "grads_of.leaves_by_value": ("two equal inputs shared one leaf, so each got the gradient of both: make a Value "
+                                 "of its own for every input, even for equal numbers (leaves kept in a dict or set "
+                                 "keyed by the number merge them)"),
+    "grads_of.wrong_order": ("these are the right gradients in another order: grads_of must return df/dx for each "
+                             "input in the order of the inputs"),
+    "grads_of.wrong_count": "grads_of must return one gradient for each input, no more and no fewer",
     "grads_of.not_fresh": "start from fresh Values on every call: gradients left from an earlier call pile up",
     "derivative.forward_difference": ("this looks like a forward difference (f(x+h) - f(x)) / h, off by about h*f''(x)/2; "
                                       "the central difference (f(x+h) - f(x-h)) / (2h) is far closer"),
