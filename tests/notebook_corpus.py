@@ -296,7 +296,7 @@ HELD_OUT_MISTAKES: dict[str, Variant] = {
                         ("k * self.data ** (k - 1)", "k * self.data ** (k + 1)")),
     "rtruediv_inverted": bug(N4, "ex_04_rtruediv", "rtruediv.operands_inverted", "__rtruediv__",
                              ("return self**-1 * other", "return self * other**-1")),
-    "radd_recurses": bug(N4, "ex_04_reflected", "common.endless_recursion", "__radd__",
+    "radd_recurses": bug(N4, "ex_04_reflected", "reflected.calls_itself", "__radd__",
                          ("    return self + other\n", "    return other + self\n")),
     "grads_no_backward": bug(N5, "ex_05_grads_of", "grads_of.no_backward", "grads_of",
                              ("    f(*leaves).backward()\n", "    f(*leaves)\n")),

@@ -110,3 +110,28 @@ def test_grads_of_in_another_order_or_count_is_named():
     assert reversed_.misconception == "grads_of.wrong_order", reversed_.message
     first = exercise_results(GRADS_OF.replace("[leaf.grad for leaf in leaves]", "[leaves[0].grad]"), "grads_of")
     assert first.misconception == "grads_of.wrong_count", first.message
+
+
+# ---------------------------------------------------------------- endless recursion: the cycle, and advice only where it holds
+
+RSUB = "    def __rsub__(self, other):\n        return other + (-self)"
+RADD = "    def __radd__(self, other):\n        return self + other"
+
+
+def test_a_cycle_of_methods_is_named_from_the_traceback_with_no_advice_to_turn_the_operation_round():
+    bad = failed(("    def __neg__(self):\n        return self * -1", "    def __neg__(self):\n        return 0 - self"))
+    result = next(iter(bad.values()))
+    assert result.misconception == "common.endless_recursion", result.message
+    assert "__neg__ calls __rsub__, which calls __neg__ again" in result.message
+    assert "other way round" not in result.message and "self + other" not in result.message
+
+
+def test_a_reflected_method_calling_itself_is_told_apart_by_whether_its_operation_may_be_turned_round():
+    from autograder.checks import messages as msg
+
+    radd = next(iter(failed((RADD, "    def __radd__(self, other):\n        return other + self")).values()))
+    assert radd.misconception == "reflected.calls_itself", radd.message
+    rsub = next(iter(failed((RSUB, "    def __rsub__(self, other):\n        return other - self")).values()))
+    assert rsub.misconception == "reflected.calls_itself_ordered", rsub.message
+    assert "give the same result either way round" not in rsub.message
+    assert msg.hint("reflected.calls_itself") not in rsub.message

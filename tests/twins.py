@@ -294,8 +294,12 @@ TWINS: dict[str, Twin] = {
         "node.number_on_the_left",
         ("    def __radd__(self, other):\n        return self + other\n\n    def __rmul__(self, other):\n"
          "        return self * other\n", "    __radd__ = __add__\n    __rmul__ = __mul__\n")),
+    "rsub_wraps_the_number_first": twin(
+        "reflected.calls_itself_ordered",
+        ("    def __rsub__(self, other):\n        return other + (-self)",
+         "    def __rsub__(self, other):\n        return Value(other) - self")),
     "radd_wraps_the_number_first": twin(
-        "common.endless_recursion",
+        "common.endless_recursion reflected.calls_itself",
         ("    def __radd__(self, other):\n        return self + other\n",
          "    def __radd__(self, other):\n        return Value(other) + self\n")),
     "rtruediv_never_needed": twin(

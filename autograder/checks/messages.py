@@ -298,8 +298,18 @@ MISCONCEPTIONS: dict[str, str] = {
     "common.raised": ("your code raised an error while the check ran: the error and the line it names are above; run "
                       "the reproduce lines to see it yourself"),
     "common.timeout": "your code did not finish in time: look for a loop that never ends",
-    "common.endless_recursion": ("a method calls itself without end (such as __radd__ returning other + self, which "
-                                 "calls __radd__ again): call the operation the other way round, self + other"),
+    "common.endless_recursion": ("a method calls itself without end, directly or through the others in the cycle "
+                                 "named above: one of them must compute its result from operations that do not lead "
+                                 "back into the cycle"),
+    "reflected.calls_itself": ("a number on the left of + or * calls the Value's reflected method (2 + a calls "
+                               "a.__radd__(2)); inside it, `other + self` or `other * self` puts the number on the left "
+                               "again, which calls the same method again, without end: inside it, the Value must "
+                               "come first (+ and * give the same result either way round)"),
+    "reflected.calls_itself_ordered": ("a number on the left of - or / calls the Value's reflected method (2 - a calls "
+                                       "a.__rsub__(2)); inside it, `other - self` or `other / self` puts the number on "
+                                       "the left again, which calls the same method again, without end; and - and / "
+                                       "change their result when turned round, so `self - other` is not the answer "
+                                       "either: build the result from operations with a Value on the left"),
     "common.leftover_raise": ("your code is there, but the stub's `raise NotImplementedError()` line below it is still "
                               "there and stops it: delete that line"),
     MALFORMED_OBSERVATION: (
@@ -315,6 +325,7 @@ PROBE_ERRORS: dict[str, str] = {
     "raised_base": "learner code raised {exception}{at}",
     "not_implemented": "NotImplementedError raised{at}",
     "recursion": "RecursionError{at}: the graph is only a few hundred nodes deep, so a method calls itself without end",
+    "recursion_cycle": "RecursionError{at}: {cycle}, without end",
     "exit": "learner code called sys.exit(){at}",
     "timeout": "did not finish within {seconds} s (an infinite loop?)",
     # it ran, but handed back something the probe cannot read
@@ -353,7 +364,19 @@ def probe_error(reported: dict) -> str:
     fields = reported.get("fields") or {}
     if not isinstance(fields, dict) or not all(isinstance(v, str) for v in fields.values()):
         raise TypeError("the facts of an error are not plain strings")
-    return PROBE_ERRORS[reported["error"]].format_map(fields)
+    key = reported["error"]
+    if key == "recursion" and fields.get("cycle"):
+        key, fields = "recursion_cycle", {**fields, "cycle": cycle_text(fields["cycle"].split(" > "))}
+    return PROBE_ERRORS[key].format_map(fields)
+
+
+def cycle_text(names: Sequence[str]) -> str:
+    """`__rsub__ calls itself` or `__neg__ calls __rsub__, which calls __neg__ again`."""
+    names = [n.rsplit(".", 1)[-1] if ".<locals>." not in n else n for n in names]
+    if len(names) == 1:
+        return f"{names[0]} calls itself"
+    steps = ", which calls ".join(names[1:])
+    return f"{names[0]} calls {steps}, which calls {names[0]} again"
 
 
 # Errors of learner code recognised from their text and, where given, the text of the learner's line that raised:
@@ -362,6 +385,10 @@ def probe_error(reported: dict) -> str:
 ERROR_MISCONCEPTIONS: tuple[tuple[str, str | None, str], ...] = (
     (r"did not finish within", None, "common.timeout"),
     (r"^ZeroDivisionError", r"/\s*\(?\s*[\w.]*\.data\b", "node.divides_by_data"),
+    (r"^RecursionError in (?:\w+\.)?__r(add|mul)__: __r\1__ calls itself", r"\bother\s*[+*]\s*self\b",
+     "reflected.calls_itself"),
+    (r"^RecursionError in (?:\w+\.)?__r(sub|truediv)__: __r\1__ calls itself", r"\bother\s*[-/]\s*self\b",
+     "reflected.calls_itself_ordered"),
     (r"^RecursionError", None, "common.endless_recursion"),
     (r"__repr__ returned non-string \(type NoneType\)", None, "repr.prints_instead_of_returning"),
     (r"'Value' object has no attribute '(data|grad|_prev|_op|_backward)'", None, "api.missing_attribute"),

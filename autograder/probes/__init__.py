@@ -147,12 +147,28 @@ def _error(exc: BaseException) -> dict[str, Any]:
         obs.update(status="failed" if leftover else "not_implemented", leftover_raise=leftover, error="not_implemented")
     elif isinstance(exc, RecursionError):
         obs["error"] = "recursion"
+        cycle = _cycle([_name(f) for f in frames])
+        if cycle:
+            obs["fields"]["cycle"] = " > ".join(cycle)[:400]
     elif isinstance(exc, SystemExit):
         obs["error"] = "exit"
     else:
         obs["error"] = "raised" if isinstance(exc, Exception) else "raised_base"
         obs["fields"]["exception"] = describe(exc)[:2000]
     return obs
+
+
+def _cycle(names: list[str], longest: int = 6) -> list[str]:
+    """The learner functions that call each other without end, in call order from the first of them to be called:
+    the shortest run of names that repeats three times at the deep end of the traceback ([] if none does)."""
+    for p in range(1, longest + 1):
+        tail = names[-3 * p:]
+        if len(tail) == 3 * p and tail[:p] == tail[p:2 * p] == tail[2 * p:]:
+            cycle = tail[-p:]
+            first = next(n for n in names if n in cycle)  # where the walk entered the cycle
+            k = cycle.index(first)
+            return cycle[k:] + cycle[:k]
+    return []
 
 
 def observe(check_name: str, ns: Mapping[str, Any], case: dict[str, Any], check_timeout: float) -> dict[str, Any]:
