@@ -324,8 +324,7 @@ PROBE_ERRORS: dict[str, str] = {
     "raised": "{exception}{at}",
     "raised_base": "learner code raised {exception}{at}",
     "not_implemented": "NotImplementedError raised{at}",
-    "recursion": "RecursionError{at}: the graph is only a few hundred nodes deep, so a method calls itself without end",
-    "recursion_cycle": "RecursionError{at}: {cycle}, without end",
+    "recursion": "RecursionError{at}: {cycle}, without end",  # cycle: named by cycle_text, from the probe's names
     "exit": "learner code called sys.exit(){at}",
     "timeout": "did not finish within {seconds} s (an infinite loop?)",
     # it ran, but handed back something the probe cannot read
@@ -364,10 +363,11 @@ def probe_error(reported: dict) -> str:
     fields = reported.get("fields") or {}
     if not isinstance(fields, dict) or not all(isinstance(v, str) for v in fields.values()):
         raise TypeError("the facts of an error are not plain strings")
-    key = reported["error"]
-    if key == "recursion" and fields.get("cycle"):
-        key, fields = "recursion_cycle", {**fields, "cycle": cycle_text(fields["cycle"].split(" > "))}
-    return PROBE_ERRORS[key].format_map(fields)
+    if reported["error"] == "recursion":
+        names = fields["cycle"].split(" > ") if fields.get("cycle") else []
+        fields = {**fields, "cycle": cycle_text(names) if names else
+                  "the graph is only a few hundred nodes deep, so a method calls itself"}
+    return PROBE_ERRORS[reported["error"]].format_map(fields)
 
 
 def cycle_text(names: Sequence[str]) -> str:
