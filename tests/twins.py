@@ -294,6 +294,24 @@ TWINS: dict[str, Twin] = {
         "node.number_on_the_left",
         ("    def __radd__(self, other):\n        return self + other\n\n    def __rmul__(self, other):\n"
          "        return self * other\n", "    __radd__ = __add__\n    __rmul__ = __mul__\n")),
+    # the surfaces the error sentences read in the learner's line, in code that raises nothing
+    "tanh_children_in_a_list": twin(
+        "node.children_not_a_collection",
+        ('out = Value(t, (self,), "tanh")', 'out = Value(t, [self], "tanh")')),
+    "add_reads_the_other_number_first": twin(
+        "node.data_and_value_mixed",
+        ('        out = Value(self.data + other.data, (self, other), "+")\n',
+         '        other_data = other.data\n        out = Value(self.data + other_data, (self, other), "+")\n')),
+    "exp_slope_through_a_name": twin(
+        "node.value_added_to_grad",
+        ("            self.grad += out.data * out.grad\n",
+         "            slope = out.data\n            self.grad += slope * out.grad\n")),
+    "train_records_floats_it_made": twin(
+        "train.records_values",
+        ("        losses.append(loss.data)\n", "        losses.append(float(loss.data))\n")),
+    "bricks_index_a_list_they_made": twin(
+        "common.value_iterated",
+        ("    e2x = (2 * x).exp()\n", "    e2x = [(2 * x).exp()][0]\n")),
     "rsub_wraps_the_number_first": twin(
         "reflected.calls_itself_ordered",
         ("    def __rsub__(self, other):\n        return other + (-self)",

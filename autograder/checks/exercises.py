@@ -234,7 +234,7 @@ def judge_manual(case: Case, obs: Observation, tol: Tolerance) -> Failure | None
                 if got == 0 and grad_close(local * upstream, est, v["L"], tol.rtol, tol.atol):
                     # the rule is right for the parent's grad as it is now: it ran before the parent's was filled in
                     return Failure(f"{n}.grad: expected dL/d{n} = {est:.10g} (numerical), got 0, though {parent}.grad "
-                                   f"= {upstream:.10g} is right", "manual.fill_order")
+                                   f"= {upstream:.10g} is right", "manual.fill_order", name=n)
             return Failure(f"{n}.grad: expected dL/d{n} = {est:.10g} (numerical), got {got:.10g}\n  ({what})", mis)
     return None
 

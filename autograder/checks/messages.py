@@ -140,13 +140,14 @@ MISCONCEPTIONS: dict[str, str] = {
     "add.wrong_forward": "a + b must compute self.data + other.data",
     "mul.wrong_forward": "a * b must compute self.data * other.data",
     # single-notebook exercises
-    "derivative.no_half": ("the two points x + h and x - h are 2h apart: the central difference divides by 2 * h, "
-                           "not by h"),
+    "derivative.no_half": ("your slope is twice the true one: the difference of f at the two points must be divided "
+                           "by the distance between the two points"),
     "manual.root_is_one": "dL/dL is 1: start with L.grad = 1",
     "manual.mul_swaps": ("for a product, each factor's gradient is the OTHER factor's data times the gradient flowing "
                          "in (L = d * f: d.grad = f.data * L.grad)"),
-    "manual.fill_order": ("the formula is right, but it ran before the parent's grad was filled in (it was still 0 "
-                          "then): fill the grads in from L down, each node's after its parent's"),
+    "manual.fill_order": ("the grad named above is still 0 at the end, though the grad it is made from is filled "
+                          "in: its line is missing, or it ran while the grad it reads was still 0; fill the grads in "
+                          "from L down, each node's after its parent's"),
     "manual.add_routes": "a sum routes the gradient flowing in unchanged to both terms (d = e + c: c.grad = d.grad)",
     "tanh_bricks.uses_tanh": "build tanh from the bricks (exp, +, -, /), not with x.tanh()",
     "tanh_bricks.wrong_formula": "tanh(x) = (e**(2x) - 1) / (e**(2x) + 1): check the formula",
@@ -217,6 +218,19 @@ MISCONCEPTIONS: dict[str, str] = {
                       "from plain numbers (.data, or Value(... .data)); build it from the model's output Values"),
     "common.float_for_value": ("it returned a plain number where a Value belongs: build the result from Value "
                                "operations (no .data), so that backward() can walk back through it"),
+    "common.value_iterated": ("a single Value was indexed or looped over (the line above) where a list or tuple "
+                              "belongs"),
+    "node.children_not_a_collection": ("a node's children arrived as one Value where a tuple of Values belongs, so "
+                                       "walking them fails (the line above): parentheses alone make no tuple, "
+                                       "`(self)` is self itself"),
+    "node.data_and_value_mixed": ("the line above combines a number (a .data) with a Value (an operand written "
+                                  "without .data), so Python asks the Value to handle a number on its left: the "
+                                  "forward value is computed from the numbers of both operands"),
+    "node.value_added_to_grad": ("the line above adds a Value to a .grad, which holds a plain number: a _backward "
+                                 "computes with numbers (the nodes' .data and .grad), never with the Value objects "
+                                 "themselves"),
+    "train.records_values": ("each recorded loss must be a plain number: the list holds the loss Values themselves "
+                             "(each keeping its whole graph alive), not their .data"),
     "common.value_for_list": ("a single Value was indexed or looped over where a list belongs: Layer(nin, 1)(x) "
                               "returns the one Value itself, so code that handles any layer must not assume a list"),
     "grads_of.returns_values": "grads_of must return numbers, each leaf's .grad, not the leaf Values themselves",
@@ -405,13 +419,20 @@ ERROR_MISCONCEPTIONS: tuple[tuple[str, str | None, str], ...] = (
     (r"'(float|int)' object has no attribute 'backward'", None, "common.backward_on_number"),
     (r"'(float|int)' object has no attribute '(data|grad|_prev|_backward)'", None, "node.number_not_wrapped"),
     (r"(gave|returned) a NoneType", None, "common.returns_none"),
-    (r"'Value' object is not (subscriptable|iterable)", None, "common.value_for_list"),
+    (r"'Value' object is not iterable", r"\b_children\b|\b_prev\b", "node.children_not_a_collection"),
+    (r"'Value' object is not (subscriptable|iterable) in (\w+\.)?(Neuron|Layer|MLP|mse_loss|train)\b", None,
+     "common.value_for_list"),
+    (r"'Value' object is not (subscriptable|iterable)", None, "common.value_iterated"),
     (r"grads_of\(\.\.\.\)\[\d+\] is a Value\b", None, "grads_of.returns_values"),
     (r"'NoneType' object is not (iterable|reversible)", None, "common.none_iterated"),
     (r"returned a (float|int) \(.*expected a Value", None, "common.float_for_value"),
     (r"gave a (float|int)\b.*not a Value", None, "node.returns_float"),
     (r"a child in some node's _prev is a (float|int)\b", None, "node.wrong_children"),
     (r"^Layer\(\d+, \d+\)\(x\) returned <", None, "layer.returns_one_output"),
+    (r"unsupported operand type\(s\) for [-+*/]: '(int|float)' and 'Value'",
+     r"\.data\s*[-+*/]\s*[A-Za-z_]\w*\b(?!\s*[.(\[])", "node.data_and_value_mixed"),
+    (r"unsupported operand type\(s\) for \+=: '(int|float)' and 'Value'", r"\.grad\s*\+=", "node.value_added_to_grad"),
+    (r"^a recorded loss is a Value\b", None, "train.records_values"),
     (r"unsupported operand type\(s\) for /: '(int|float)' and 'Value'", None, "rtruediv.number_on_the_left"),
     (r"unsupported operand type\(s\) for -: '(int|float)' and 'Value'", None, "rsub.number_on_the_left"),
     (r"unsupported operand type\(s\) for [+*]: '(int|float)' and 'Value'", None, "node.number_on_the_left"),
