@@ -394,13 +394,13 @@ def visible_check_names() -> set[str]:
 
 
 def _sentence_patterns() -> list[re.Pattern[str]]:
-    from autograder.checks.messages import MISCONCEPTIONS, RECOVERED
+    from autograder.checks.messages import MISCONCEPTIONS, RECOVERED, at_level
 
     # a recovered formula ("your slope is `...`; it should be `...`") is the sentence where one was recovered
-    recovered = re.escape(RECOVERED).replace(re.escape("{what}"), r".+?").replace(re.escape("{got}"), r".+?")
+    recovered = re.escape(at_level(RECOVERED)).replace(re.escape("{what}"), r".+?").replace(re.escape("{got}"), r".+?")
     recovered = recovered.replace(re.escape("{want}"), r".+?").replace(re.escape("{where}"), r".*")
     return [re.compile(recovered),
-            *(re.compile(re.escape(s).replace(re.escape("{name}"), r"\S+")) for s in MISCONCEPTIONS.values())]
+            *(re.compile(re.escape(at_level(s)).replace(re.escape("{name}"), r"\S+")) for s in MISCONCEPTIONS.values())]
 
 
 def summary_problems(summary: str) -> list[str]:

@@ -221,7 +221,7 @@ def judge_manual(case: Case, obs: Observation, tol: Tolerance) -> Failure | None
         est = known_gradient(fn, [v[k] for k in names])[names.index(n)].value
         got = obs[n][1]
         if not grad_close(got, est, v["L"], tol.rtol, tol.atol):
-            what, mis = msg.MANUAL_RULES[n], MANUAL_HINTS[n]
+            what, mis = msg.at_level(msg.MANUAL_RULES[n]), MANUAL_HINTS[n]
             if n in MANUAL_PARENT:
                 parent, other = MANUAL_PARENT[n]
                 local = v[other] if other else 1.0  # d parent / d n: the other factor's data, or 1 for a sum
