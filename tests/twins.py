@@ -176,7 +176,8 @@ TWINS: dict[str, Twin] = {
 ''')),
     # --- local rules: the surface of a wrong rule, the right rule
     "grad_assigned_as_a_sum": twin(
-        "add.assigns_instead_of_accumulating mul.assigns_instead_of_accumulating node.assigns_instead_of_accumulating",
+        "add.assigns_instead_of_accumulating mul.assigns_instead_of_accumulating node.assigns_instead_of_accumulating "
+        "add.wrong_slope",
         ("self.grad += out.grad\n", "self.grad = self.grad + out.grad\n"),
         ("other.grad += self.data * out.grad", "other.grad = other.grad + self.data * out.grad")),
     "add_subtracts_the_negative": twin(
@@ -192,7 +193,7 @@ TWINS: dict[str, Twin] = {
         "mul.sign_flipped node.sign_flipped",
         (MUL_BWD, "            self.grad -= -other.data * out.grad\n            other.grad -= self.data * -out.grad\n")),
     "mul_factor_order": twin(
-        "mul.unswapped mul.uses_grad_for_data",
+        "mul.unswapped mul.uses_grad_for_data mul.wrong_slope",
         ("self.grad += other.data * out.grad", "self.grad += out.grad * other.data")),
     "backward_called_inside_a_lambda": twin(
         "node.backward_is_none common.none_called node.backward_not_attached",
@@ -378,7 +379,7 @@ TWINS: dict[str, Twin] = {
         ("self.w = [Value(random.uniform(-1, 1)) for _ in range(nin)]", "self.w = [Value(random.gauss(0, 0.5)) for _ in range(nin)]"),
         ("        self.b = Value(random.uniform(-1, 1))\n", "        self.b = Value(0.0)\n")),
     "neuron_bias_first_in_its_sum": twin(
-        "neuron.bias_first neuron.missing_bias neuron.graph_cut",
+        "neuron.bias_first neuron.missing_bias neuron.graph_cut neuron.wrong_formula",
         (NEURON_CALL, "        act = self.b\n        for wi, xi in zip(self.w, x):\n            act = act + wi * xi\n"
                       "        return act.tanh()\n")),
     "neuron_weights_in_a_tuple": twin(
@@ -416,7 +417,7 @@ TWINS: dict[str, Twin] = {
         (MSE, "    total = 0\n    for x, y in zip(xs, ys):\n        total = total + (model(x) - y) ** 2\n"
               "    return total * (1 / len(xs))\n")),
     "mse_squared_by_a_product": twin(
-        "mse.not_squared mse.square_of_sum mse.is_sum",
+        "mse.not_squared mse.square_of_sum mse.is_sum mse.wrong_formula",
         (MSE, "    errors = [model(x) - y for x, y in zip(xs, ys)]\n    return sum(err * err for err in errors) / len(errors)\n")),
     "train_zeroes_after_the_update": twin(
         "train.no_zero_grad train.partial_zero_grad",
@@ -433,7 +434,7 @@ TWINS: dict[str, Twin] = {
          "    loss = mse_loss(model, xs, ys)\n    for _ in range(steps):\n"),
         ("            p.data -= lr * p.grad\n", "            p.data -= lr * p.grad\n        loss = mse_loss(model, xs, ys)\n")),
     "train_update_written_out": twin(
-        "train.steps_by_data train.step_doubled train.ignores_lr train.ascends",
+        "train.steps_by_data train.step_doubled train.ignores_lr train.ascends train.wrong_formula",
         ("p.data -= lr * p.grad", "p.data = p.data + p.grad * -lr")),
     "train_records_a_value_kept_from_before": twin(
         "train.records_after_update",
@@ -453,7 +454,7 @@ TWINS: dict[str, Twin] = {
         ("    scale = max(abs(a), abs(b))\n    return 0.0 if scale == 0 else abs(a - b) / scale\n",
          "    if a == b:\n        return 0.0\n    return abs(b - a) / max(abs(b), abs(a))\n")),
     "manual_grads_in_another_valid_order": twin(
-        "manual.root_is_one manual.mul_swaps manual.fill_order manual.add_routes manual.missing_upstream",
+        "manual.root_is_one manual.mul_swaps manual.fill_order manual.add_routes manual.missing_upstream manual.wrong_formula",
         ("L.grad = 1.0\n" + MANUAL, "L.grad = 1\nd.grad = L.grad * f.data\nf.grad = L.grad * d.data\ne.grad = d.grad\n"
                                     "a.grad = e.grad * b.data\nb.grad = e.grad * a.data\nc.grad = 1.0 * d.grad\n")),
     "tanh_from_bricks_by_one_minus_a_fraction": twin(

@@ -101,6 +101,8 @@ class Check:
     owns: tuple[str, ...] | None = None
     prerequisites: tuple[str, ...] = ()
     during: Callable[[Case], str] | None = field(default=None, compare=False)  # what ran, when learner code raised
+    # whether a formula recovered on one case also gives the learner's numbers on another (see run._recovered_everywhere)
+    fits: Callable[[Case, Observation, dict[str, str]], bool] | None = field(default=None, compare=False)
     tags: tuple[str, ...] = field(default=())
 
     @property

@@ -25,6 +25,7 @@ from .common import (
     judge_node,
     node_case,
     node_during,
+    node_fits,
     register,
 )
 from .engine import ENGINE
@@ -140,11 +141,11 @@ def unary_local_cases(op: str, k: float | None = None) -> Callable[[random.Rando
 
 
 TANH_LOCAL = register(Check("tanh_local", (TANH,), "tanh alone: a node with x as its child, local derivative 1 - t**2",
-                            unary_local_cases("tanh"), judge_node, group="isolated", during=node_during))
+                            unary_local_cases("tanh"), judge_node, group="isolated", during=node_during, fits=node_fits))
 EXP_LOCAL = register(Check("exp_local", (EXP,), "exp alone: a node with x as its child, local derivative exp(x)",
-                           unary_local_cases("exp"), judge_node, group="isolated", during=node_during))
+                           unary_local_cases("exp"), judge_node, group="isolated", during=node_during, fits=node_fits))
 POW_LOCAL = register(Check("pow_local", (POW,), "** alone: a node with x as its child, local derivative n * x**(n-1)",
-                           unary_local_cases("**", 3), judge_node, group="isolated", during=node_during))
+                           unary_local_cases("**", 3), judge_node, group="isolated", during=node_during, fits=node_fits))
 
 
 def bricks_check(name: str, bricks: tuple[str, ...], description: str, keys: list[str], own: tuple[str, ...] = (),

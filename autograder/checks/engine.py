@@ -28,6 +28,7 @@ from .common import (
     judge_node,
     node_case,
     node_during,
+    node_fits,
     register,
 )
 
@@ -159,9 +160,9 @@ def local_cases(op: str) -> Callable[[random.Random, bool], list[Case]]:
 
 
 register(Check("add_local_backward", (ADD,), "out._backward() of a + b adds out.grad to both inputs' grads",
-               local_cases("+"), judge_node, group="exercise", during=node_during))
+               local_cases("+"), judge_node, group="exercise", during=node_during, fits=node_fits))
 register(Check("mul_local_backward", (MUL,), "out._backward() of a * b adds the other's data times out.grad to each "
-               "input's grad", local_cases("*"), judge_node, group="exercise", during=node_during))
+               "input's grad", local_cases("*"), judge_node, group="exercise", during=node_during, fits=node_fits))
 
 
 # ---------------------------------------------------------------- backward() alone (isolated: the grader's own _backward)

@@ -346,12 +346,16 @@ MISCONCEPTIONS: dict[str, str] = {
                                  "check expects (described above)"),
     # a wrong formula recovered from the numbers (the diagnosis shows it beside the right one)
     **{f"{kind}.wrong_slope": (f"the local derivative of {sym} is a slip of the right formula: the diagnosis shows the "
-                               "formula that gives your numbers beside the right one")
-       for kind, sym in (("tanh", "tanh"), ("exp", "exp"), ("pow", "x ** k"))},
+                               "formula that gives your numbers⟦ beside the right one⟧")
+       for kind, sym in (("tanh", "tanh"), ("exp", "exp"), ("pow", "x ** k"), ("mul", "a * b"), ("add", "a + b"))},
     "derivative.wrong_formula": ("numerical_derivative computes a slip of the central difference: the diagnosis shows "
-                                 "the formula that gives your numbers beside the right one"),
-    "relerr.wrong_formula": ("relative_error computes a slip of |a - b| / max(|a|, |b|): the diagnosis shows the formula "
-                             "that gives your numbers beside the right one"),
+                                 "the formula that gives your numbers⟦ beside the right one⟧"),
+    "relerr.wrong_formula": ("relative_error computes a slip of the relative error: the diagnosis shows the formula "
+                             "that gives your numbers⟦ beside the right one⟧"),
+    **{f"{kind}.wrong_formula": (f"{what} computes a slip of the right formula: the diagnosis shows the formula that "
+                                 "gives your numbers⟦ beside the right one⟧")
+       for kind, what in (("neuron", "Neuron(x)"), ("mse", "mse_loss"), ("train", "the update in train"),
+                          ("manual", "a hand-filled grad"))},
     "common.raised": ("your code raised an error while the check ran: the error and the line it names are above; run "
                       "the reproduce lines to see it yourself"),
     "common.timeout": "your code did not finish in time: look for a loop that never ends",

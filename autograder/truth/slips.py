@@ -36,26 +36,28 @@ class Recovery:
 
 
 
-def _mutated(node: ast.AST, names: Sequence[str], functions: Sequence[str]) -> Iterator[ast.AST]:
+def _mutated(node: ast.AST, names: Sequence[str], functions: Sequence[str],
+             counts: Sequence[str] = ()) -> Iterator[ast.AST]:
     """Every tree with one slip in it: at this node, or in one of its sub-expressions (untouched parts shared)."""
     if isinstance(node, ast.expr):
-        yield from _variants(node, names, functions)
+        yield from _variants(node, names, functions, counts)
     for field, value in ast.iter_fields(node):
         if isinstance(value, ast.AST) and not isinstance(value, (ast.expr_context, ast.operator, ast.unaryop)):
-            for new in _mutated(value, names, functions):
+            for new in _mutated(value, names, functions, counts):
                 clone = copy.copy(node)
                 setattr(clone, field, new)
                 yield clone
         elif isinstance(value, list):
             for i, item in enumerate(value):
                 if isinstance(item, ast.expr):
-                    for new in _mutated(item, names, functions):
+                    for new in _mutated(item, names, functions, counts):
                         clone = copy.copy(node)
                         setattr(clone, field, [*value[:i], new, *value[i + 1:]])
                         yield clone
 
 
-def _variants(node: ast.AST, names: Sequence[str], functions: Sequence[str]) -> Iterator[ast.AST]:
+def _variants(node: ast.AST, names: Sequence[str], functions: Sequence[str],
+              counts: Sequence[str] = ()) -> Iterator[ast.AST]:
     """Every one-slip replacement of one node."""
 
     def c(n: ast.AST) -> ast.AST:  # parts are shared, never changed: a slip builds new nodes around them
@@ -67,6 +69,15 @@ def _variants(node: ast.AST, names: Sequence[str], functions: Sequence[str]) -> 
                 yield ast.Name(other, ast.Load())
         for f in functions:  # one more application of the function
             yield ast.Call(ast.Name(f, ast.Load()), [c(node)], [])
+        for k in (2, 0.5):  # a step twice (or half) as large
+            yield ast.BinOp(ast.Constant(k), ast.Mult(), c(node))
+        if node.id in counts:  # a count off by one (an exponent k as k - 1)
+            for op in (ast.Add(), ast.Sub()):
+                yield ast.BinOp(c(node), op, ast.Constant(1))
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mult, ast.Div)):
+        for n in names:  # one more factor, or divisor, inside a product
+            for op in (ast.Mult(), ast.Div()):
+                yield ast.BinOp(c(node), op, ast.Name(n, ast.Load()))
     if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
         for slip in CONSTANT_SLIPS:
             yield ast.Constant(slip(node.value))
@@ -91,6 +102,12 @@ def _variants(node: ast.AST, names: Sequence[str], functions: Sequence[str]) -> 
     if isinstance(node, ast.Call) and node.args:
         for arg in node.args:  # the function left out
             yield c(arg)
+        if len(node.args) == 1 and isinstance(node.args[0], ast.BinOp):  # its parenthesis closed early (or late)
+            inner = node.args[0]
+            yield ast.BinOp(ast.Call(node.func, [c(inner.left)], []), inner.op, c(inner.right))
+            yield ast.BinOp(c(inner.left), inner.op, ast.Call(node.func, [c(inner.right)], []))
+        if isinstance(node.func, ast.Name) and node.func.id == "abs" and len(node.args) == 1:  # a square for a distance
+            yield ast.BinOp(c(node.args[0]), ast.Pow(), ast.Constant(2))
         if isinstance(node.func, ast.Name) and node.func.id in CALL_SWAPS:  # max for min
             yield ast.Call(ast.Name(CALL_SWAPS[node.func.id], ast.Load()), node.args, node.keywords)
         if isinstance(node.func, ast.Name) and node.func.id in ("max", "min") and len(node.args) > 1:
@@ -101,12 +118,13 @@ def _variants(node: ast.AST, names: Sequence[str], functions: Sequence[str]) -> 
         yield c(node.operand)
 
 
-def slips(formula: str, names: Sequence[str], functions: Sequence[str] = ()) -> list[str]:
-    """The formula's one-slip variants (their text), a sign or a factor of 2 on the whole included."""
+def slips(formula: str, names: Sequence[str], functions: Sequence[str] = (), counts: Sequence[str] = ()) -> list[str]:
+    """The formula's one-slip variants (their text), a sign, a factor of 2, a square or a root on the whole
+    included."""
     tree = ast.parse(formula, mode="eval")
-    out = [ast.unparse(ast.fix_missing_locations(t)) for t in _mutated(tree.body, names, functions)]
+    out = [ast.unparse(ast.fix_missing_locations(t)) for t in _mutated(tree.body, names, functions, counts)]
     out += list(_parentheses_left_out(formula))
-    out += [f"-({formula})", f"2 * ({formula})", f"({formula}) / 2"]
+    out += [f"-({formula})", f"2 * ({formula})", f"({formula}) / 2", f"({formula}) ** 2", f"({formula}) ** 0.5"]
     out += [f"({formula}) * {n}" for n in names] + [f"({formula}) / {n}" for n in names]  # an extra factor
     return list(dict.fromkeys(t for t in out if t != formula))
 
@@ -168,6 +186,7 @@ class Space:
     fixed: tuple[tuple[str, object], ...] = ()  # names bound to the same thing everywhere (a function f)
     depth: int = 1  # slips on top of slips, for short formulas
     inner: tuple[tuple[str, str], ...] = ()  # a name that stands for a formula of its own, which may hold the slip
+    counts: tuple[str, ...] = ()  # names that count (an exponent): a slip may put them off by one
 
     @property
     def full(self) -> str:
@@ -206,12 +225,12 @@ def distinct_slips(space: Space) -> list[str]:
 
     seen = {signature(formula)}
     kept = []
-    texts = slips(space.formula, space.names, space.functions)
+    texts = slips(space.formula, space.names, space.functions, space.counts)
     if space.depth > 1:
-        texts += [t2 for t in texts for t2 in slips(t, space.names, space.functions)]
+        texts += [t2 for t in texts for t2 in slips(t, space.names, space.functions, space.counts)]
     for name, inner in space.inner:  # a slip outside (the inner formula right), or inside it (the outer right)
         texts = [substitute(t, name, inner) for t in texts]
-        texts += [substitute(space.formula, name, s) for s in slips(inner, space.names, space.functions)]
+        texts += [substitute(space.formula, name, s) for s in slips(inner, space.names, space.functions, space.counts)]
     for text in sorted(dict.fromkeys(texts), key=len):
         sig = signature(text)
         if sig not in seen and any(v is not None for v in sig):
