@@ -150,7 +150,7 @@ MISTAKES: dict[str, Entry] = {
                                                "+ self.b")),
     "neuron_weights_squared": m(N6, "ex_06_neuron", RECOVERED,
                                 (NEURON_OUT, "return sum((wi * wi for wi, xi in zip(self.w, x)), self.b).tanh()"),
-                                formula="w * w"),
+                                formula="dot(w, w)"),
     "neuron_one_shared_weight": m(N6, "ex_06_neuron", "neuron.shared_weight",
                                   ("[Value(random.uniform(-1, 1)) for _ in range(nin)]",
                                    "[Value(random.uniform(-1, 1))] * nin"), never=("(zero?)",)),
@@ -239,8 +239,10 @@ def judge(entry: Entry) -> Judged:
         if wrong_id or any(text in r.message for text in entry.never) or (r.recovered and RECOVERED not in entry.accept):
             return Judged("misleading", r.name, said, r.message)
     if first.recovered:
-        shown = first.recovered["got"]
-        good = RECOVERED in entry.accept and entry.formula.replace(" ** ", "**") in shown.replace(" ** ", "**")
+        def norm(text: str) -> str:  # the same formula, however spaced and bracketed
+            return "".join(ch for ch in text if ch not in " ()")
+
+        good = RECOVERED in entry.accept and norm(entry.formula) in norm(first.recovered["got"])
         return Judged("specific" if good else "misleading", first.name, RECOVERED, first.message)
     if first.misconception in entry.accept:
         return Judged("specific", first.name, first.misconception, first.message)

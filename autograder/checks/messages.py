@@ -150,6 +150,12 @@ MISCONCEPTIONS: dict[str, str] = {
                          "graph is cut there, so no gradient can reach the weights⟦; use the Value's own .tanh()⟧"),
     "neuron.missing_bias": "the neuron's output is tanh(w.x + b): the bias b is left out of the sum",
     "neuron.missing_tanh": "the neuron's output must be tanh(w.x + b); the tanh is missing",
+    "neuron.shared_weight": ("the neuron's weights are one Value object listed several times (a list made with "
+                             "`[Value(...)] * nin` repeats one object), so they can never differ: each weight must "
+                             "be a Value of its own"),
+    "net.parameters_order": ("parameters() lists the right Values in another order than the spec's, so every weight "
+                             "set through it lands in another place: list each neuron's weights, then its bias, neuron "
+                             "by neuron, layer by layer"),
     "neuron.bias_first": "parameters() lists each neuron's bias before its weights; the spec is weights then bias",
     "layer.returns_list_for_one": "Layer(nin, 1)(x) should return the one output Value itself, not a list",
     "mlp.layers_all_take_nin": ("every layer takes nin inputs; layer i must take as many inputs as the layer before it "

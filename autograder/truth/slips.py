@@ -20,10 +20,79 @@ from dataclasses import dataclass
 
 from .memo import remembered
 
-FUNCTIONS: dict[str, Callable[..., float]] = {"tanh": math.tanh, "exp": math.exp, "abs": abs, "max": max, "min": min}
+
+class Vec(tuple):
+    """A vector of floats for the net's formulas (a neuron's weights, a data set's outputs): arithmetic is element by
+    element, with another Vec of the same length or with a number; `dot` and `sum` make numbers of it."""
+
+    def _zip(self, other: object, op: Callable[[float, float], float]) -> Vec:
+        if isinstance(other, Vec):
+            if len(other) != len(self):
+                raise ValueError("vectors of different lengths")
+            return Vec(op(a, b) for a, b in zip(self, other))
+        if isinstance(other, (int, float)):
+            return Vec(op(a, other) for a in self)
+        return NotImplemented
+
+    def _rzip(self, other: object, op: Callable[[float, float], float]) -> Vec:
+        return self._zip(other, lambda a, b: op(b, a))
+
+    def __add__(self, o: object) -> Vec:  # type: ignore[override]
+        return self._zip(o, lambda a, b: a + b)
+
+    def __radd__(self, o: object) -> Vec:
+        return self._rzip(o, lambda a, b: a + b)
+
+    def __sub__(self, o: object) -> Vec:
+        return self._zip(o, lambda a, b: a - b)
+
+    def __rsub__(self, o: object) -> Vec:
+        return self._rzip(o, lambda a, b: a - b)
+
+    def __mul__(self, o: object) -> Vec:  # type: ignore[override]
+        return self._zip(o, lambda a, b: a * b)
+
+    def __rmul__(self, o: object) -> Vec:  # type: ignore[override]
+        return self._rzip(o, lambda a, b: a * b)
+
+    def __truediv__(self, o: object) -> Vec:
+        return self._zip(o, lambda a, b: a / b)
+
+    def __rtruediv__(self, o: object) -> Vec:
+        return self._rzip(o, lambda a, b: a / b)
+
+    def __pow__(self, o: object) -> Vec:
+        return self._zip(o, lambda a, b: a**b)
+
+    def __rpow__(self, o: object) -> Vec:
+        return self._rzip(o, lambda a, b: a**b)
+
+    def __neg__(self) -> Vec:
+        return Vec(-a for a in self)
+
+    def __abs__(self) -> Vec:
+        return Vec(abs(a) for a in self)
+
+    def __float__(self) -> float:
+        raise TypeError("a vector is not a number")
+
+
+def _dot(a: Vec, b: Vec) -> float:
+    if not (isinstance(a, Vec) and isinstance(b, Vec)) or len(a) != len(b):
+        raise TypeError("dot takes two vectors of one length")
+    return math.fsum(x * y for x, y in zip(a, b))
+
+
+def _each(f: Callable[[float], float]) -> Callable[[object], object]:
+    return lambda v: Vec(f(a) for a in v) if isinstance(v, Vec) else f(v)  # type: ignore[arg-type, attr-defined]
+
+
+FUNCTIONS: dict[str, Callable[..., float]] = {"tanh": _each(math.tanh), "exp": _each(math.exp), "abs": abs, "max": max,
+                                              "min": min, "dot": _dot, "sum": lambda v: math.fsum(v)}
 CONSTANT_SLIPS = (lambda c: c + 1, lambda c: c - 1, lambda c: 2 * c, lambda c: c / 2, lambda c: -c, lambda c: 0 * c)
 CALL_SWAPS = {"max": "min", "min": "max", "tanh": "exp", "exp": "tanh"}
-SWAP_OPS = {ast.Add: ast.Sub, ast.Sub: ast.Add, ast.Mult: ast.Div, ast.Div: ast.Mult, ast.Pow: ast.Mult}
+SWAP_OPS = {ast.Add: (ast.Sub,), ast.Sub: (ast.Add,), ast.Mult: (ast.Div, ast.Add), ast.Div: (ast.Mult,),
+            ast.Pow: (ast.Mult,)}
 
 
 @dataclass(frozen=True)
@@ -88,8 +157,8 @@ def _variants(node: ast.AST, names: Sequence[str], functions: Sequence[str],
             yield c(right)
         if isinstance(node.op, ast.Sub):
             yield ast.UnaryOp(ast.USub(), c(right))
-        if type(node.op) in SWAP_OPS:  # a sign, or * for /
-            yield ast.BinOp(c(left), SWAP_OPS[type(node.op)](), c(right))
+        for op in SWAP_OPS.get(type(node.op), ()):  # a sign, * for /, + for *
+            yield ast.BinOp(c(left), op(), c(right))
         if isinstance(node.op, (ast.Sub, ast.Div, ast.Pow)):  # swapped operands
             yield ast.BinOp(c(right), node.op, c(left))
         if isinstance(node.op, ast.Pow):  # a power off by one
@@ -167,7 +236,7 @@ def evaluate(formula: str, env: Mapping[str, object]) -> float | None:
     try:
         value = eval(_compiled(formula), {"__builtins__": {}, **FUNCTIONS}, dict(env))
         value = float(value)
-    except (ArithmeticError, ValueError, TypeError, AttributeError, RecursionError):
+    except (ArithmeticError, ValueError, TypeError, AttributeError, NameError, RecursionError):
         return None
     return value if math.isfinite(value) else None
 
@@ -180,7 +249,7 @@ class Space:
     formula: str
     names: tuple[str, ...]
     functions: tuple[str, ...] = ()
-    domains: tuple[tuple[str, float, float], ...] = ()
+    domains: tuple[tuple, ...] = ()  # (name, low, high) for a number, (name, low, high, n) for a Vec of n
     derived: tuple[tuple[str, str], ...] = ()
     where: str = ""
     fixed: tuple[tuple[str, object], ...] = ()  # names bound to the same thing everywhere (a function f)
@@ -203,14 +272,22 @@ class Space:
             env[name] = evaluate(expr, env) or 0.0
         return env
 
-    def points(self, n: int = 6) -> list[dict[str, float]]:
+    def points(self, n: int = 6) -> list[dict[str, object]]:
         """Points of the space, free names drawn, derived ones computed."""
         rng = random.Random(self.formula)
-        return [self.env(**{name: rng.uniform(lo, hi) for name, lo, hi in self.domains}) for _ in range(n)]
+        return [self.env(**draw(rng, self.domains)) for _ in range(n)]
 
     def candidates(self) -> list[str]:
         """The one-slip variants, distinct from the formula and from each other."""
         return distinct_slips(self)
+
+
+def draw(rng: random.Random, domains: Sequence[tuple]) -> dict[str, object]:
+    """A value for each free name: a number in (low, high), or with a fourth entry n, a Vec of n such numbers."""
+    out: dict[str, object] = {}
+    for name, lo, hi, *size in domains:
+        out[name] = Vec(rng.uniform(lo, hi) for _ in range(size[0])) if size else rng.uniform(lo, hi)
+    return out
 
 
 @remembered(512, list)
@@ -258,7 +335,7 @@ def recover(formula: str, candidates: Sequence[str], matches: Callable[[str], bo
 def equal_on(space: Space, fixed: Mapping[str, object]) -> Callable[[str, str], bool]:
     """Whether two formulas agree at points of the space whose names in `fixed` keep the case's values."""
     rng = random.Random(0)
-    points = [space.env(**{**{n: rng.uniform(lo, hi) for n, lo, hi in space.domains}, **fixed}) for _ in range(4)]
+    points = [space.env(**{**draw(rng, space.domains), **fixed}) for _ in range(4)]
 
     def same(a: str, b: str) -> bool:
         values = [(evaluate(a, p), evaluate(b, p)) for p in points]
