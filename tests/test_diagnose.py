@@ -135,3 +135,79 @@ def test_a_reflected_method_calling_itself_is_told_apart_by_whether_its_operatio
     assert rsub.misconception == "reflected.calls_itself_ordered", rsub.message
     assert "give the same result either way round" not in rsub.message
     assert msg.hint("reflected.calls_itself") not in rsub.message
+
+
+# ---------------------------------------------------------------- notebook 6: what the learner's net computed
+
+NEURON_OUT = "return sum((wi * xi for wi, xi in zip(self.w, x)), self.b).tanh()"
+LAYER_PARAMS = "return [p for n in self.neurons for p in n.parameters()]"
+MSE = "return sum((model(x) - y) ** 2 for x, y in zip(xs, ys)) / len(xs)"
+UPDATE = "p.data -= lr * p.grad"
+
+
+@pytest.mark.parametrize(("old", "new", "check", "shows"), [
+    (NEURON_OUT, "return sum((wi * xi for wi, xi in zip(self.w, x)), Value(0.0)).tanh() + self.b", "neuron_forward",
+     "your Neuron(x) is `tanh(dot(w, x)) + b`"),
+    (NEURON_OUT, "return sum((wi * wi for wi, xi in zip(self.w, x)), self.b).tanh()", "neuron_forward",
+     "your Neuron(x) is `tanh(dot(w, w) + b)`"),
+    (MSE, "return sum(model(x) - y ** 2 for x, y in zip(xs, ys)) / len(xs)", "mse_loss_backward",
+     "your mse_loss is `sum(p - y**2) / n`"),
+    (UPDATE, "p.data = -lr * p.grad", "train_descends", "your update of each p.data is `-(lr * g)`"),
+    (UPDATE, "p.data -= lr * loss.data * p.grad", "train_descends", "your update of each p.data is `p - lr * g * L`"),
+], ids=["bias_outside_tanh", "weights_squared", "square_binds_to_y", "update_assigns", "update_scaled_by_loss"])
+def test_a_slip_in_the_net_shows_the_formula_the_learner_wrote(old, new, check, shows):
+    result = failed((old, new))[check]
+    assert result.recovered and shows in result.message, result.message
+    assert "it should be" not in result.message  # the default level keeps the solution out
+
+
+def test_parameters_in_another_order_are_named_from_where_the_model_holds_each_value():
+    bad = failed((LAYER_PARAMS, "return [w for n in self.neurons for w in n.w] + [n.b for n in self.neurons]"))
+    result = bad["layer_forward"]
+    assert result.misconception == "net.parameters_order", result.message
+    assert "lists weight 0 of neuron 1 at position 3, where the spec has the bias of neuron 0" in result.message
+
+
+def test_one_value_listed_as_every_weight_is_named():
+    bad = failed(("self.w = [Value(random.uniform(-1, 1)) for _ in range(nin)]",
+                  "self.w = [Value(random.uniform(-1, 1))] * nin"))
+    assert bad["neuron_forward"].misconception == "neuron.shared_weight", bad["neuron_forward"].message
+
+
+# ---------------------------------------------------------------- single-notebook exercises: formulas, not coincidences
+
+def exercise(source: str, name: str) -> CheckResult:
+    """One exercise check on the reference engine plus the learner's definitions in `source`."""
+    from autograder.checks import get, run_checks
+    from autograder.loader import load
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "engine.py"
+        path.write_text(REFERENCE + "\n\n" + source)
+        return run_checks([get(name)], load(path).namespace)[0]
+
+
+def test_a_derivative_formula_is_told_apart_from_one_that_agrees_only_at_a_tiny_step():
+    two_h = exercise("def numerical_derivative(f, x, h=1e-5):\n    return (f(x + 2 * h) - f(x - 2 * h)) / (2 * h)\n",
+                     "numerical_derivative")
+    assert "your numerical_derivative is `(f(x + 2 * h) - f(x - 2 * h)) / (2 * h)`" in two_h.message, two_h.message
+    over_h = exercise("def numerical_derivative(f, x, h=1e-5):\n    return (f(x + h) - f(x - h)) / h\n",
+                      "numerical_derivative")
+    assert "your numerical_derivative is `(f(x + h) - f(x - h)) / h`" in over_h.message, over_h.message
+    relative = exercise("def numerical_derivative(f, x, h=1e-5):\n"
+                        "    return (f(x * (1 + h)) - f(x * (1 - h))) / (2 * h)\n", "numerical_derivative")
+    assert not relative.recovered, relative.message  # no slip of the central difference is what it computes
+
+
+MANUAL = ("a, b, c, f = Value(2.0), Value(-3.0), Value(10.0), Value(-2.0)\ne = a * b\nd = e + c\nL = d * f\n"
+          "L.grad = 1.0\nf.grad = d.data * L.grad\nd.grad = f.data * L.grad\nc.grad = d.grad\ne.grad = d.grad\n"
+          "b.grad = a.data * e.grad\na.grad = b.data * e.grad\n")
+
+
+def test_a_hand_filled_grad_shows_the_learners_formula_and_a_zero_claims_no_right_formula():
+    wrong = exercise(MANUAL.replace("a.grad = b.data * e.grad", "a.grad = b.grad * e.grad"), "manual_backprop")
+    assert "your a.grad is `b.grad * e.grad`" in wrong.message, wrong.message
+    added = exercise(MANUAL.replace("f.grad = d.data * L.grad", "f.grad = d.data + L.grad"), "manual_backprop")
+    assert "f.grad" in added.message and "your f.grad is `d.data + L.grad`" in added.message, added.message
+    early = exercise(MANUAL.replace("c.grad = d.grad", "c.grad = e.grad"), "manual_backprop")
+    assert early.misconception == "manual.fill_order" and "formula is right" not in early.message

@@ -313,6 +313,16 @@ TWINS: dict[str, Twin] = {
     "bricks_index_a_list_they_made": twin(
         "common.value_iterated",
         ("    e2x = (2 * x).exp()\n", "    e2x = [(2 * x).exp()][0]\n")),
+    # a list of weights first made by repetition, then filled with a Value each; parameters() gathered backwards
+    "neuron_weights_filled_into_a_repeated_list": twin(
+        "neuron.shared_weight",
+        ("        self.w = [Value(random.uniform(-1, 1)) for _ in range(nin)]\n",
+         "        self.w = [None] * nin\n        for i in range(nin):\n            self.w[i] = Value(random.uniform(-1, 1))\n")),
+    "layer_parameters_gathered_from_the_last_neuron": twin(
+        "net.parameters_order",
+        ("        return [p for n in self.neurons for p in n.parameters()]\n",
+         "        out = []\n        for n in reversed(self.neurons):\n            out = n.parameters() + out\n"
+         "        return out\n")),
     "rsub_wraps_the_number_first": twin(
         "reflected.calls_itself_ordered",
         ("    def __rsub__(self, other):\n        return other + (-self)",
