@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 from ..settings import Tolerance
 from ..truth.numeric import generic_inputs, grad_close, known_gradient, value_close
-from ..truth.slips import Space, evaluate, recover
+from ..truth.slips import Space, equal_on, evaluate, recover
 from . import messages as msg
 from .base import ERROR, NOT_IMPLEMENTED, Case, Check, Failure, Observation
 from .common import ADD, BWD, EXPRESSIONS, MUL, TANH, register, sample, where
@@ -78,7 +78,7 @@ def _recover_derivative(case: Case, obs: Observation) -> dict[str, str] | None:
         return all(v is not None and abs(v - got) <= tol * max(abs(v), abs(got), 1e-12)
                    for v, (_, got, tol) in zip(values, points))
 
-    found = recover(DERIVATIVE.formula, DERIVATIVE.candidates(), matches, DERIVATIVE.where)
+    found = recover(DERIVATIVE.formula, DERIVATIVE.candidates(), matches, DERIVATIVE.where, equal_on(DERIVATIVE, {}))
     return {"what": "numerical_derivative", "got": found.got, "want": found.want, "where": found.where} if found else None
 
 
@@ -149,7 +149,7 @@ def _recover_relative_error(case: Case, obs: Observation) -> dict[str, str] | No
                 return False
         return True
 
-    found = recover(RELATIVE_ERROR.formula, RELATIVE_ERROR.candidates(), matches)
+    found = recover(RELATIVE_ERROR.formula, RELATIVE_ERROR.candidates(), matches, same=equal_on(RELATIVE_ERROR, {}))
     return {"what": "relative_error", "got": found.got, "want": found.want, "where": ""} if found else None
 
 
@@ -271,7 +271,7 @@ def _recover_manual(n: str, obs: Observation) -> dict[str, str] | None:
         value = evaluate(text, env)
         return value is not None and abs(value - obs[n][1]) <= 1e-9 * max(1.0, abs(value))
 
-    found = recover(space.formula, space.candidates(), matches)
+    found = recover(space.formula, space.candidates(), matches, same=equal_on(space, {}))
 
     def shown(text: str) -> str:
         return text.replace("_data", ".data").replace("_grad", ".grad")
@@ -305,7 +305,7 @@ def _recover_bricks(case: Case, obs: Observation) -> dict[str, str] | None:
         values = [evaluate(text, {"x": x}) for x, _ in points]
         return all(v is not None and abs(v - got) <= 1e-9 * max(1.0, abs(got)) for v, (_, got) in zip(values, points))
 
-    found = recover(TANH_BRICKS.full, TANH_BRICKS.candidates(), matches)
+    found = recover(TANH_BRICKS.full, TANH_BRICKS.candidates(), matches, same=equal_on(TANH_BRICKS, {}))
     return {"what": "tanh_from_bricks(x)", "got": found.got, "want": found.want, "where": ""} if found else None
 
 

@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from ..settings import Tolerance
 from ..truth import net as nref
 from ..truth.numeric import central_difference, grad_close, value_close
-from ..truth.slips import Space, Vec, evaluate, recover
+from ..truth.slips import Space, Vec, equal_on, evaluate, recover
 from . import messages as msg
 from .base import ERROR, Case, Check, Failure, Observation
 from .common import judge_by_probe, register
@@ -274,7 +274,7 @@ def _recover_neuron(case: Case, obs: Observation) -> dict[str, str] | None:
         values = [evaluate(text, env) for env, _ in points]
         return bool(points) and all(v is not None and value_close(g, v, 1e-9) for v, (_, g) in zip(values, points))
 
-    found = recover(NEURON.formula, NEURON.candidates(), matches, NEURON.where)
+    found = recover(NEURON.formula, NEURON.candidates(), matches, NEURON.where, equal_on(NEURON, {}))
     return {"what": "Neuron(x)", "got": found.got, "want": found.want, "where": found.where} if found else None
 
 
@@ -373,7 +373,7 @@ def _recover_loss(preds: Sequence[float], ys: Sequence[float], got: float) -> di
         v = evaluate(text, env)
         return v is not None and value_close(got, v, 1e-9)
 
-    found = recover(MSE.formula, MSE.candidates(), matches, MSE.where)
+    found = recover(MSE.formula, MSE.candidates(), matches, MSE.where, equal_on(MSE, {}))
     return {"what": "mse_loss", "got": found.got, "want": found.want, "where": found.where} if found else None
 
 
@@ -494,7 +494,7 @@ def _recover_update(args: dict, got: Sequence[float]) -> dict[str, str] | None:
         w1 = [evaluate(text, {"p": p, "g": g, "lr": lr, "L": first}) for p, g in zip(w0, g0)]
         return all(v is not None for v in w1) and grad_close(got[1], nref.mse(w1, nin, nouts, xs, ys), got[1], 1e-6, 1e-9)
 
-    found = recover(UPDATE.formula, UPDATE.candidates(), second, UPDATE.where)
+    found = recover(UPDATE.formula, UPDATE.candidates(), second, UPDATE.where, equal_on(UPDATE, {}))
     if found is None:
         return None
     again = _descend_with(args, found.got)
