@@ -192,3 +192,13 @@ def test_check_in_a_kernel_phrases_at_the_kernels_level(folder, monkeypatch, cap
         assert ("it should be `(1 - t**2) * g`" in failed.value.results[0].message) is shows
         assert "`(1 - t)**2 * g`" in failed.value.results[0].message
     capsys.readouterr()
+
+
+def test_the_instructors_class_report_reads_each_sentence_whole_with_no_markup():
+    from types import SimpleNamespace
+
+    from autograder.grading.class_report import common_misconceptions
+
+    row = SimpleNamespace(student="s1", notebook="06_neural_net", misconceptions=("train.ascends",))
+    sentence = common_misconceptions([row])[0].sentence
+    assert "p.data -= lr * p.grad" in sentence and msg.SOLUTION_OPEN not in sentence
