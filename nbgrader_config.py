@@ -62,3 +62,7 @@ c.LateSubmissionPlugin.penalty_method = "none"
 # autograder/settings.py (classes Tolerance, Limits, BatchGrading). Set here only what this course changes, e.g.
 #   c.Limits.cell_timeout = 120.0  # seconds per cell, on a slow machine
 #   c.BatchGrading.jobs = 4        # notebooks graded at a time (default: one more than the CPUs, as many as fit in memory)
+#   c.Hints.level = "solution"     # a failed check may also write the correct expression (default "misconception": it
+#                                  # names the misconception and shows the learner's own formula, never the answer);
+#                                  # graded runs and learners' kernels follow it (a notebook's metadata
+#                                  # {"autograder": {"hints": ...}} overrides it in the learner's own kernel)

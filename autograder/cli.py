@@ -14,8 +14,9 @@ from typing import Any
 
 from . import __version__, checks, notebook, probes, report
 from .checks import NOT_IMPLEMENTED, Check, CheckResult, run_checks
+from .checks.messages import hint_level
 from .loader import NOT_DONE, CheckCell, Loaded, UnreadableFile, load
-from .settings import Limits, Tolerance, load_config
+from .settings import Hints, Limits, Tolerance, load_config
 
 
 class UsageError(Exception):
@@ -169,7 +170,8 @@ def check_file(path: str, config_path: str | None = None) -> list[CheckResult]:
     config = load_config(config_path)
     tolerance, limits = Tolerance(config=config), Limits(config=config)
     loaded = load(path, limits.cell_timeout)
-    results = run_checks(select_checks(loaded.namespace), loaded.namespace, tolerance=tolerance, limits=limits)
+    with hint_level(Hints(config=config).level):
+        results = run_checks(select_checks(loaded.namespace), loaded.namespace, tolerance=tolerance, limits=limits)
     _note_problems(results, loaded.problems)
     return results
 
@@ -215,7 +217,9 @@ def check_notebook(path: str, config_path: str | None = None) -> list[CellResult
         hidden_of: list[bool] = []
         for names, hidden in cell.calls:
             known = [n for n in names if n in checks.BY_NAME]
-            got = run_checks([checks.get(n) for n in known], dict(ns), hidden=hidden, tolerance=tolerance, limits=limits)
+            with hint_level(Hints(config=config).level):
+                got = run_checks([checks.get(n) for n in known], dict(ns), hidden=hidden, tolerance=tolerance,
+                                 limits=limits)
             results += [shown.note(r) for r in got]
             hidden_of += [hidden] * len(got)
             if not all(r.passed for r in got):

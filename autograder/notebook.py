@@ -11,18 +11,22 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import json
+import os
 import sys
 import textwrap
 import traceback
 from collections.abc import Mapping, MutableMapping
 from html import escape
+from pathlib import Path
 from typing import Any
 
 from . import checks
 from .aids.env import grading, in_kernel
 from .checks import NOT_IMPLEMENTED, CheckResult, run_checks
-from .checks.messages import METHOD_OF, SAME_CULPRIT
+from .checks.messages import LEVELS, METHOD_OF, SAME_CULPRIT, hint_level
 from .report import FAIL, PASS, diagnosis, result_lines
+from .settings import Hints, Limits, load_config
 
 
 class CheckFailed(AssertionError):
@@ -51,7 +55,8 @@ def check(*names: str, hidden: bool = False, ns: Mapping[str, Any] | None = None
     """
     if ns is None:
         ns = sys._getframe(1).f_globals
-    results = run_checks([checks.get(n) for n in names], ns, hidden=hidden)
+    with hint_level(hint_level_here()):
+        results = run_checks([checks.get(n) for n in names], ns, hidden=hidden)
     if not hidden:
         record(ns, results)
     shown = shown_in(ns)
@@ -59,6 +64,92 @@ def check(*names: str, hidden: bool = False, ns: Mapping[str, Any] | None = None
     show(verdict_text(results, hidden), verdict_html(results, hidden))
     if not all(r.passed for r in results) and not learners_kernel():
         raise CheckFailed(results)
+
+
+# ---------------------------------------------------------------- hint levels in a kernel
+
+CONFIG_FILE = "nbgrader_config.py"
+_CACHE: dict[tuple[str, int, int], str | None] = {}  # (file, mtime, size) -> the level it sets (None: it sets none)
+
+
+def hint_level_here() -> str:
+    """The hint level (settings.Hints.level) for checks run in this kernel.
+
+    In a learner's own kernel, the notebook's metadata {"autograder": {"hints": ...}} where the kernel can find its
+    notebook (Jupyter Server tells it the path); otherwise, and always in graded runs (Validate, autograde: the
+    submission's metadata is the learner's to change), the course's config ($AUTOGRADER_CONFIG, else the
+    nbgrader_config.py of this folder or one above it, else of Jupyter's config folders, as nbgrader looks); else
+    the default, which never writes the solution.
+    """
+    if not grading():
+        level = _cached(_session_notebook(), _notebook_level)
+        if level:
+            return level
+    for path in _config_files():
+        level = _cached(path, _config_level)
+        if level:
+            return level
+    return str(Hints.level.default_value)
+
+
+def _cached(path: Path | None, read: Any) -> str | None:
+    """`read(path)`, remembered until the file changes; None for no file or an unreadable one."""
+    try:
+        st = path.stat() if path else None
+    except OSError:
+        return None
+    if st is None:
+        return None
+    key = (str(path), st.st_mtime_ns, st.st_size)
+    if key not in _CACHE:
+        try:
+            _CACHE[key] = read(path, st.st_size)
+        except Exception:  # a broken file sets nothing: the checks must still answer
+            _CACHE[key] = None
+    return _CACHE[key]
+
+
+def _session_notebook() -> Path | None:
+    """The notebook this kernel runs, as Jupyter Server names it (JPY_SESSION_NAME: relative to its root, and the
+    kernel runs in the notebook's folder), or None."""
+    name = os.environ.get("JPY_SESSION_NAME")
+    if not name or not name.endswith(".ipynb"):
+        return None
+    for path in (Path(name), Path.cwd() / Path(name).name):
+        if path.is_file():
+            return path
+    return None
+
+
+def _notebook_level(path: Path, size: int) -> str | None:
+    """The level a notebook's metadata sets, read no further than Limits.notebook_mb."""
+    if size > Limits().notebook_mb * 2**20:
+        return None
+    meta = json.loads(path.read_text(encoding="utf-8")).get("metadata", {})
+    level = meta.get("autograder", {}).get("hints") if isinstance(meta.get("autograder"), dict) else None
+    return level if level in LEVELS else None
+
+
+def _config_files() -> list[Path]:
+    """Where the course config may be, first found first."""
+    named = os.environ.get("AUTOGRADER_CONFIG")
+    if named:
+        return [Path(named)]
+    here = Path.cwd()
+    paths = [d / CONFIG_FILE for d in (here, *here.parents[:3])]
+    try:
+        from jupyter_core.paths import jupyter_config_path
+
+        paths += [Path(d) / CONFIG_FILE for d in jupyter_config_path()]
+    except ImportError:  # pragma: no cover - JupyterLite has no jupyter_core
+        pass
+    return paths
+
+
+def _config_level(path: Path, size: int) -> str | None:
+    """The level a course config sets (Hints.level), None when it sets none."""
+    config = load_config(path)
+    return config.Hints.level if "Hints" in config and "level" in config.Hints else None
 
 
 # Where a namespace keeps what each check gave when its check cell last ran (the summary reads it).

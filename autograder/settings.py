@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from traitlets import Float, Int
+from traitlets import Enum, Float, Int
 from traitlets.config import Config, Configurable
 from traitlets.config.loader import PyFileConfigLoader
 
@@ -36,6 +36,18 @@ class BatchGrading(Configurable):
 
     jobs = Int(0, help="Notebooks graded at a time; 0 means one more than the CPUs, as many as fit in memory at "
                        "Limits.memory_mb each.").tag(config=True)
+
+
+class Hints(Configurable):
+    """What a diagnosis may show a learner."""
+
+    level = Enum(("misconception", "solution"), default_value="misconception", help=(
+        "What a failed check (✗) may show. 'misconception' (the default): it names the misconception and shows what "
+        "the learner's code computed (their formula, recovered from the numbers, and the numbers), and never writes "
+        "the correct expression. 'solution': it also writes the correct expression (e.g. it should be "
+        "`(f(x + h) - f(x - h)) / (2 * h)`). Graded runs (Validate, autograde, feedback) follow this setting; a "
+        "learner's own kernel follows it too, or the notebook's metadata {\"autograder\": {\"hints\": ...}} where "
+        "that is set.")).tag(config=True)
 
 
 def load_config(path: str | os.PathLike[str] | None = None) -> Config:

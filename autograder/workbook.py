@@ -28,7 +28,8 @@ from .aids import (
 )
 from .checks import BY_NAME, NOT_IMPLEMENTED, CheckResult, get, run_checks
 from .checks.exercises import MANUAL_NODES
-from .notebook import GREEN, RED, grading, result_html, show
+from .checks.messages import hint_level
+from .notebook import GREEN, RED, grading, hint_level_here, result_html, show
 from .notebook import recorded as stood_when_checked
 from .report import result_lines
 
@@ -52,7 +53,8 @@ def summary(*cells: tuple[Any, ...], ns: dict[str, Any] | None = None) -> None:
     if grading():  # nbgrader scores the grade cells themselves; the summary is for the learner's own kernel
         print("Summary: skipped while nbgrader runs this notebook (each grade cell above is scored on its own).")
         return
-    scored = [(float(points), run_checks([get(n) for n in names], ns)) for points, *names in cells]
+    with hint_level(hint_level_here()):
+        scored = [(float(points), run_checks([get(n) for n in names], ns)) for points, *names in cells]
     stood = stood_when_checked(ns)
     show(summary_text(scored, stood), summary_html(scored, stood))
 

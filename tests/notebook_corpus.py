@@ -297,7 +297,7 @@ HELD_OUT_MISTAKES: dict[str, Variant] = {
                         ("k * self.data ** (k - 1)", "k * self.data ** (k + 1)")),
     "rtruediv_inverted": bug(N4, "ex_04_rtruediv", "rtruediv.operands_inverted", "__rtruediv__",
                              ("return self**-1 * other", "return self * other**-1")),
-    "radd_recurses": bug(N4, "ex_04_reflected", "common.endless_recursion", "__radd__",
+    "radd_recurses": bug(N4, "ex_04_reflected", "reflected.calls_itself", "__radd__",
                          ("    return self + other\n", "    return other + self\n")),
     "grads_no_backward": bug(N5, "ex_05_grads_of", "grads_of.no_backward", "grads_of",
                              ("    f(*leaves).backward()\n", "    f(*leaves)\n")),
@@ -395,13 +395,13 @@ def visible_check_names() -> set[str]:
 
 
 def _sentence_patterns() -> list[re.Pattern[str]]:
-    from autograder.checks.messages import MISCONCEPTIONS, RECOVERED
+    from autograder.checks.messages import MISCONCEPTIONS, RECOVERED, at_level
 
     # a recovered formula ("your slope is `...`; it should be `...`") is the sentence where one was recovered
-    recovered = re.escape(RECOVERED).replace(re.escape("{what}"), r".+?").replace(re.escape("{got}"), r".+?")
+    recovered = re.escape(at_level(RECOVERED)).replace(re.escape("{what}"), r".+?").replace(re.escape("{got}"), r".+?")
     recovered = recovered.replace(re.escape("{want}"), r".+?").replace(re.escape("{where}"), r".*")
     return [re.compile(recovered),
-            *(re.compile(re.escape(s).replace(re.escape("{name}"), r"\S+")) for s in MISCONCEPTIONS.values())]
+            *(re.compile(re.escape(at_level(s)).replace(re.escape("{name}"), r"\S+")) for s in MISCONCEPTIONS.values())]
 
 
 def summary_problems(summary: str) -> list[str]:
@@ -522,7 +522,7 @@ DIAGNOSED: dict[str, Diagnosed] = {
     "d_adds_the_two_points": dx(N1, "ex_01_numerical_derivative", "derivative.wrong_formula", "numerical_derivative",
                                 (("f(x + h) - f(x - h)", "f(x + h) + f(x - h)"),), ("f(x + h) + f(x - h)",)),
     "d_divides_by_h_squared": dx(N1, "ex_01_numerical_derivative", "derivative.wrong_formula", "numerical_derivative",
-                                 (("/ (2 * h)", "/ (2 * h * h)"),), ("should be `(f(x + h) - f(x - h)) / (2 * h)`",)),
+                                 (("/ (2 * h)", "/ (2 * h * h)"),), ("`(f(x + h) - f(x - h)) / (2 * h) / h`",)),
     "re_without_scale": dx(N1, "ex_01_relative_error", "relerr.wrong_formula", "relative_error",
                            (("abs(a - b) / scale", "abs(a - b)"),), ("your relative_error is `abs(a - b)`",)),
     "re_scale_of_a_alone": dx(N1, "ex_01_relative_error", "relerr.wrong_formula", "relative_error",
@@ -536,13 +536,13 @@ DIAGNOSED: dict[str, Diagnosed] = {
     "tanh_parentheses_left_out": dx(N4, "ex_04_tanh", "tanh.wrong_slope", "Value.tanh",
                                     (("(1 - t**2) * out.grad", "1 - t**2 * out.grad"),), ("`1 - t**2 * g`",)),
     "tanh_halved": dx(N4, "ex_04_tanh", "tanh.wrong_slope", "Value.tanh", (("(1 - t**2) * out.grad", "(1 - t**2) / 2 * out.grad"),),
-                      ("should be `(1 - t**2) * g`",)),
+                      ("`(1 - t**2) * g / 2`",)),
     "tanh_grad_twice": dx(N4, "ex_04_tanh", "tanh.wrong_slope", "Value.tanh",
                           (("(1 - t**2) * out.grad", "(1 - t**2) * out.grad * out.grad"),), ("`(1 - t**2) * g * g`",)),
     "exp_one_more_exp": dx(N4, "ex_04_exp", "exp.wrong_slope", "Value.exp", (("out.data * out.grad", "math.exp(out.data) * out.grad"),),
                            ("`exp(t) * g`",)),
     "exp_times_input": dx(N4, "ex_04_exp", "exp.wrong_slope", "Value.exp",
-                          (("out.data * out.grad", "out.data * self.data * out.grad"),), ("should be `t * g`",)),
+                          (("out.data * out.grad", "out.data * self.data * out.grad"),), ("`t * g * x`",)),
     "pow_k_minus_1_unbracketed": dx(N4, "ex_04_pow", "pow.wrong_slope", "Value.__pow__",
                                     (("k * self.data ** (k - 1) * out.grad", "k * self.data ** k-1 * out.grad"),),
                                     ("`k * x**k - 1 * g`",)),
@@ -550,7 +550,7 @@ DIAGNOSED: dict[str, Diagnosed] = {
                                (("k * self.data ** (k - 1)", "k * out.data ** (k - 1)"),), ("`k * t**(k - 1) * g`",)),
     "pow_halved": dx(N4, "ex_04_pow", "pow.wrong_slope", "Value.__pow__",
                      (("k * self.data ** (k - 1) * out.grad", "k / 2 * self.data ** (k - 1) * out.grad"),),
-                     ("should be `k * x**(k - 1) * g`",)),
+                     ("`0.5 * k * x**(k - 1) * g`",)),
     "bricks_sign_of_numerator": dx(N4, "ex_04_tanh_from_bricks", "tanh_bricks.wrong_formula", "tanh_from_bricks",
                                    (("(e - 1) / (e + 1)", "(1 - e) / (e + 1)"),), ("`(1 - exp(2 * x)) / (exp(2 * x) + 1)`",)),
     "bricks_exp_of_x": dx(N4, "ex_04_tanh_from_bricks", "tanh_bricks.wrong_formula", "tanh_from_bricks",
@@ -594,7 +594,7 @@ DIAGNOSED: dict[str, Diagnosed] = {
     "repr_without_return": dx(N2, "ex_02_value_class", "repr.prints_instead_of_returning", "Value.__repr__",
                               (('return f"Value(data={self.data})"', 'f"Value(data={self.data})"'),), ("returned None",)),
     "grads_of_passes_the_list": dx(N5, "ex_05_grads_of", "grads_of.passes_a_list", "grads_of",
-                                   (("f(*leaves).backward()", "f(leaves).backward()"),), ("f(*leaves)",)),
+                                   (("f(*leaves).backward()", "f(leaves).backward()"),), ("this passes the list, f(leaves)",)),
     "grads_of_on_floats": dx(N5, "ex_05_grads_of", "common.backward_on_number", "grads_of",
                              (("f(*leaves).backward()", "f(*inputs).backward()"),), ("line",)),
     "sub_number_not_wrapped": dx(N4, "ex_04_neg_sub", "node.number_not_wrapped", "Value.__sub__",

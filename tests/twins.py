@@ -176,7 +176,8 @@ TWINS: dict[str, Twin] = {
 ''')),
     # --- local rules: the surface of a wrong rule, the right rule
     "grad_assigned_as_a_sum": twin(
-        "add.assigns_instead_of_accumulating mul.assigns_instead_of_accumulating node.assigns_instead_of_accumulating",
+        "add.assigns_instead_of_accumulating mul.assigns_instead_of_accumulating node.assigns_instead_of_accumulating "
+        "add.wrong_slope",
         ("self.grad += out.grad\n", "self.grad = self.grad + out.grad\n"),
         ("other.grad += self.data * out.grad", "other.grad = other.grad + self.data * out.grad")),
     "add_subtracts_the_negative": twin(
@@ -192,7 +193,7 @@ TWINS: dict[str, Twin] = {
         "mul.sign_flipped node.sign_flipped",
         (MUL_BWD, "            self.grad -= -other.data * out.grad\n            other.grad -= self.data * -out.grad\n")),
     "mul_factor_order": twin(
-        "mul.unswapped mul.uses_grad_for_data",
+        "mul.unswapped mul.uses_grad_for_data mul.wrong_slope",
         ("self.grad += other.data * out.grad", "self.grad += out.grad * other.data")),
     "backward_called_inside_a_lambda": twin(
         "node.backward_is_none common.none_called node.backward_not_attached",
@@ -217,9 +218,11 @@ TWINS: dict[str, Twin] = {
 ''', '''        out._backward = lambda: setattr(self, "grad", self.grad + out.data * out.grad)
         return out
 ''')),
+    # the slope through the output, out.data / self.data, guarded where the data is 0 (the power rule there)
     "pow_through_the_output": twin(
-        "pow.derivative_keeps_power pow.exponent_off_by_one pow.wrong_slope",
-        ("k * self.data ** (k - 1) * out.grad", "k * out.data / self.data * out.grad")),
+        "pow.derivative_keeps_power pow.exponent_off_by_one pow.wrong_slope node.divides_by_data",
+        ("k * self.data ** (k - 1) * out.grad",
+         "(k * out.data / self.data if self.data else k * 0.0 ** (k - 1)) * out.grad")),
     "pow_backward_set_by_a_lambda": twin(
         "pow.no_backward pow.derivative_keeps_power",
         ('''        def _backward():
@@ -292,8 +295,40 @@ TWINS: dict[str, Twin] = {
         "node.number_on_the_left",
         ("    def __radd__(self, other):\n        return self + other\n\n    def __rmul__(self, other):\n"
          "        return self * other\n", "    __radd__ = __add__\n    __rmul__ = __mul__\n")),
+    # the surfaces the error sentences read in the learner's line, in code that raises nothing
+    "tanh_children_in_a_list": twin(
+        "node.children_not_a_collection",
+        ('out = Value(t, (self,), "tanh")', 'out = Value(t, [self], "tanh")')),
+    "add_reads_the_other_number_first": twin(
+        "node.data_and_value_mixed",
+        ('        out = Value(self.data + other.data, (self, other), "+")\n',
+         '        other_data = other.data\n        out = Value(self.data + other_data, (self, other), "+")\n')),
+    "exp_slope_through_a_name": twin(
+        "node.value_added_to_grad",
+        ("            self.grad += out.data * out.grad\n",
+         "            slope = out.data\n            self.grad += slope * out.grad\n")),
+    "train_records_floats_it_made": twin(
+        "train.records_values",
+        ("        losses.append(loss.data)\n", "        losses.append(float(loss.data))\n")),
+    "bricks_index_a_list_they_made": twin(
+        "common.value_iterated",
+        ("    e2x = (2 * x).exp()\n", "    e2x = [(2 * x).exp()][0]\n")),
+    # a list of weights first made by repetition, then filled with a Value each; parameters() gathered backwards
+    "neuron_weights_filled_into_a_repeated_list": twin(
+        "neuron.shared_weight",
+        ("        self.w = [Value(random.uniform(-1, 1)) for _ in range(nin)]\n",
+         "        self.w = [None] * nin\n        for i in range(nin):\n            self.w[i] = Value(random.uniform(-1, 1))\n")),
+    "layer_parameters_gathered_from_the_last_neuron": twin(
+        "net.parameters_order",
+        ("        return [p for n in self.neurons for p in n.parameters()]\n",
+         "        out = []\n        for n in reversed(self.neurons):\n            out = n.parameters() + out\n"
+         "        return out\n")),
+    "rsub_wraps_the_number_first": twin(
+        "reflected.calls_itself_ordered",
+        ("    def __rsub__(self, other):\n        return other + (-self)",
+         "    def __rsub__(self, other):\n        return Value(other) - self")),
     "radd_wraps_the_number_first": twin(
-        "common.endless_recursion",
+        "common.endless_recursion reflected.calls_itself",
         ("    def __radd__(self, other):\n        return self + other\n",
          "    def __radd__(self, other):\n        return Value(other) + self\n")),
     "rtruediv_never_needed": twin(
@@ -332,6 +367,11 @@ TWINS: dict[str, Twin] = {
     "backward_by_an_explicit_stack": twin(
         "backward.preorder backward.runs_a_node_twice backward.ran_twice backward.grad_stayed_zero backward.misses_nodes",
         (REFERENCE[REFERENCE.index("    def backward(self):"):REFERENCE.index("    def __neg__")], ITERATIVE + "\n")),
+    "backward_keeps_class_lists_it_empties_each_call": twin(
+        "backward.keeps_state",
+        ("    def backward(self):\n        topo, visited = [], set()\n",
+         "    _topo, _visited = [], set()\n\n    def backward(self):\n        topo, visited = Value._topo, Value._visited\n"
+         "        topo.clear()\n        visited.clear()\n")),
     "backward_zeroes_every_grad_first": twin(
         "backward.sets_every_grad backward.root_not_seeded",
         ("        self.grad = 1.0\n        for node in reversed(topo):",
@@ -349,7 +389,7 @@ TWINS: dict[str, Twin] = {
         ("self.w = [Value(random.uniform(-1, 1)) for _ in range(nin)]", "self.w = [Value(random.gauss(0, 0.5)) for _ in range(nin)]"),
         ("        self.b = Value(random.uniform(-1, 1))\n", "        self.b = Value(0.0)\n")),
     "neuron_bias_first_in_its_sum": twin(
-        "neuron.bias_first neuron.missing_bias neuron.graph_cut",
+        "neuron.bias_first neuron.missing_bias neuron.graph_cut neuron.wrong_formula",
         (NEURON_CALL, "        act = self.b\n        for wi, xi in zip(self.w, x):\n            act = act + wi * xi\n"
                       "        return act.tanh()\n")),
     "neuron_weights_in_a_tuple": twin(
@@ -387,7 +427,7 @@ TWINS: dict[str, Twin] = {
         (MSE, "    total = 0\n    for x, y in zip(xs, ys):\n        total = total + (model(x) - y) ** 2\n"
               "    return total * (1 / len(xs))\n")),
     "mse_squared_by_a_product": twin(
-        "mse.not_squared mse.square_of_sum mse.is_sum",
+        "mse.not_squared mse.square_of_sum mse.is_sum mse.wrong_formula",
         (MSE, "    errors = [model(x) - y for x, y in zip(xs, ys)]\n    return sum(err * err for err in errors) / len(errors)\n")),
     "train_zeroes_after_the_update": twin(
         "train.no_zero_grad train.partial_zero_grad",
@@ -404,7 +444,7 @@ TWINS: dict[str, Twin] = {
          "    loss = mse_loss(model, xs, ys)\n    for _ in range(steps):\n"),
         ("            p.data -= lr * p.grad\n", "            p.data -= lr * p.grad\n        loss = mse_loss(model, xs, ys)\n")),
     "train_update_written_out": twin(
-        "train.steps_by_data train.step_doubled train.ignores_lr train.ascends",
+        "train.steps_by_data train.step_doubled train.ignores_lr train.ascends train.wrong_formula",
         ("p.data -= lr * p.grad", "p.data = p.data + p.grad * -lr")),
     "train_records_a_value_kept_from_before": twin(
         "train.records_after_update",
@@ -424,7 +464,7 @@ TWINS: dict[str, Twin] = {
         ("    scale = max(abs(a), abs(b))\n    return 0.0 if scale == 0 else abs(a - b) / scale\n",
          "    if a == b:\n        return 0.0\n    return abs(b - a) / max(abs(b), abs(a))\n")),
     "manual_grads_in_another_valid_order": twin(
-        "manual.root_is_one manual.mul_swaps manual.fill_order manual.add_routes manual.missing_upstream",
+        "manual.root_is_one manual.mul_swaps manual.fill_order manual.add_routes manual.missing_upstream manual.wrong_formula",
         ("L.grad = 1.0\n" + MANUAL, "L.grad = 1\nd.grad = L.grad * f.data\nf.grad = L.grad * d.data\ne.grad = d.grad\n"
                                     "a.grad = e.grad * b.data\nb.grad = e.grad * a.data\nc.grad = 1.0 * d.grad\n")),
     "tanh_from_bricks_by_one_minus_a_fraction": twin(
@@ -436,6 +476,12 @@ TWINS: dict[str, Twin] = {
         ("    leaves = [Value(x) for x in inputs]\n    f(*leaves).backward()\n    return [leaf.grad for leaf in leaves]\n",
          "    leaves = list(map(Value, inputs))\n    out = f(*leaves)\n    out.backward()\n    grads = []\n"
          "    for leaf in leaves:\n        grads.append(leaf.grad)\n    return grads\n")),
+    # leaves kept in a dict keyed by position (not by number), gradients gathered backwards and turned round
+    "grads_of_by_position_in_a_dict": twin(
+        "grads_of.leaves_by_value grads_of.wrong_order grads_of.wrong_count",
+        ("    leaves = [Value(x) for x in inputs]\n    f(*leaves).backward()\n    return [leaf.grad for leaf in leaves]\n",
+         "    leaves = {i: Value(x) for i, x in enumerate(inputs)}\n    f(*leaves.values()).backward()\n"
+         "    grads = [leaves[i].grad for i in reversed(range(len(inputs)))]\n    return grads[::-1]\n")),
 }
 
 # Hint ids with no correct twin, and why: each reason names the test that holds the sentence to its evidence instead.

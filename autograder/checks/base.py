@@ -90,7 +90,9 @@ class Check:
     `isolate` names checks of single methods this one runs (a brick's local rule, backward() alone, __eq__): when
     this one fails, the first of them that fails is the culprit. `owns` are the methods of this check's own exercise
     (a culprit among them is reported in full; any other as "needs X to pass first"). `prerequisites` are exercises
-    this one is made of (a Layer of the learner's Neurons; the notebook says so above the exercise).
+    this one is made of (a Layer of the learner's Neurons; the notebook says so above the exercise). `companions`
+    are the other methods of the same exercise: the learner's own run beside the targets when its class defines them
+    (so a cycle among one exercise's methods fails that exercise), the grader's when it does not.
     """
 
     name: str
@@ -103,7 +105,10 @@ class Check:
     isolate: tuple[str, ...] = ()
     owns: tuple[str, ...] | None = None
     prerequisites: tuple[str, ...] = ()
+    companions: tuple[str, ...] = ()
     during: Callable[[Case], str] | None = field(default=None, compare=False)  # what ran, when learner code raised
+    # whether a formula recovered on one case also gives the learner's numbers on another (see run._recovered_everywhere)
+    fits: Callable[[Case, Observation, dict[str, str]], bool] | None = field(default=None, compare=False)
     tags: tuple[str, ...] = field(default=())
 
     @property

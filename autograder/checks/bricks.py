@@ -19,10 +19,12 @@ from .common import (
     TANH,
     VALUE_MISTAKES,
     V,
+    at_zero,
     expression_check,
     judge_node,
     node_case,
     node_during,
+    node_fits,
     register,
 )
 
@@ -38,6 +40,7 @@ EXPRESSIONS.update({
     # pow
     "square": Expr(("a",), "a ** 2", upstream=3.0, exact=lambda a: (6 * a,)),
     "cube": Expr(("a",), "a ** 3", exact=lambda a: (3 * a * a,)),
+    "cube_zero": Expr(("a",), "a ** 3", upstream=3.0, zeros=(0,), exact=lambda a: (0.0,)),
     "inverse": Expr(("a",), "a ** -1", exact=lambda a: (-1 / (a * a),)),
     "sqrt": Expr(("a",), "(a * a) ** 0.5", exact=lambda a: (math.copysign(1.0, a),)),
     # neg, sub, div
@@ -52,6 +55,7 @@ EXPRESSIONS.update({
     "div_twice": Expr(("a", "b"), "(a / b) / b", exact=lambda a, b: (1 / (b * b), -2 * a / b**3)),
     "sub_twins": Expr(("a", "b"), "m = a * b\nn = b * a\nout = (m - n) * Value(2.5) + m", exact=lambda a, b: (b, a)),
     "div_twins": Expr(("a", "b"), "m = a * b\nn = b * a\nout = m / n + m", exact=lambda a, b: (b, a)),
+    "div_zero": Expr(("a", "b"), "a / b", upstream=3.0, zeros=(0,), exact=lambda a, b: (3 / b, 0.0)),
     # numbers on either side
     "radd": Expr(("a",), "1 + a", upstream=3.0, exact=lambda a: (3.0,)),
     "add_number": Expr(("a",), "a + 1", exact=lambda a: (1.0,)),
@@ -109,6 +113,7 @@ GRADIENT_MISTAKES.update({
     "rsub_reuse": [(ASSIGNS, lambda a: (-1.5,))],
     "rtruediv_reuse": [(ASSIGNS, lambda a: (-2 / (a * a),))],
 })
+BRICK_OF.update({"cube_zero": "pow", "div_zero": "div"})
 BRICK_OF.update({"tanh": "tanh", "tanh_mul": "tanh", "tanh_reuse": "tanh", "exp": "exp", "exp_mul": "exp",
                  "exp_reuse": "exp", "square": "pow", "cube": "pow", "inverse": "pow", "sqrt": "pow", "pow_reuse": "pow",
                  "neg": "neg", "neg_reuse": "neg", "sub": "sub", "sub_self": "sub", "sub_number": "sub", "sub_reuse": "sub",
@@ -132,41 +137,51 @@ def unary_local_cases(op: str, k: float | None = None) -> Callable[[random.Rando
     """The node alone: structure, then preset grads and one out._backward() call."""
 
     def cases(rng: random.Random, hidden: bool) -> list[Case]:
-        return [node_case(op, rng, local=True, k=k) for _ in range(2 if hidden else 1)]
+        out = [node_case(op, rng, local=True, k=k) for _ in range(2 if hidden else 1)]
+        if op == "**":  # last: x = 0, where x**k (k >= 2) has slope 0 and a slope that divides by x is undefined
+            out.append(at_zero(node_case(op, rng, local=True, k=k)))
+        return out
 
     return cases
 
 
 TANH_LOCAL = register(Check("tanh_local", (TANH,), "tanh alone: a node with x as its child, local derivative 1 - t**2",
-                            unary_local_cases("tanh"), judge_node, group="isolated", during=node_during))
+                            unary_local_cases("tanh"), judge_node, group="isolated", during=node_during, fits=node_fits))
 EXP_LOCAL = register(Check("exp_local", (EXP,), "exp alone: a node with x as its child, local derivative exp(x)",
-                           unary_local_cases("exp"), judge_node, group="isolated", during=node_during))
+                           unary_local_cases("exp"), judge_node, group="isolated", during=node_during, fits=node_fits))
 POW_LOCAL = register(Check("pow_local", (POW,), "** alone: a node with x as its child, local derivative n * x**(n-1)",
-                           unary_local_cases("**", 3), judge_node, group="isolated", during=node_during))
+                           unary_local_cases("**", 3), judge_node, group="isolated", during=node_during, fits=node_fits))
 
 
 def bricks_check(name: str, bricks: tuple[str, ...], description: str, keys: list[str], own: tuple[str, ...] = (),
-                 points: float = 1.0, group: str = "engine") -> Check:
+                 points: float = 1.0, group: str = "engine", companions: tuple[str, ...] = ()) -> Check:
     """An expression check of notebook 4 that runs the learner's `bricks` alone: every other operation of its graphs
     (an upstream factor `* Value(3.0)`, a leaf reused through `+`, the `*` of `self * -1`) and backward() are the
-    grader's (probes/scaffold.py). `own` are the brick's isolated checks, which pin a failure on its local rule."""
-    return register(expression_check(name, bricks, description, keys, points=points, isolate=own, group=group))
+    grader's (probes/scaffold.py), but for the `companions` of its exercise the learner's class defines. `own` are the
+    brick's isolated checks, which pin a failure on its local rule."""
+    return register(expression_check(name, bricks, description, keys, points=points, isolate=own, group=group,
+                                     companions=companions))
 
 
 bricks_check("tanh_backward", (TANH,), "tanh: forward, and local derivative 1 - t**2",
              ["tanh", "tanh_mul", "tanh_twice", "skip_tanh", "tanh_reuse"], ("tanh_local",))
 bricks_check("exp_backward", (EXP,), "exp: forward, and local derivative exp(x)", ["exp", "exp_mul", "exp_reuse"], ("exp_local",))
-bricks_check("pow_backward", (POW,), "** number: forward, and n * x**(n-1)", ["square", "cube", "inverse", "sqrt", "pow_reuse"],
+bricks_check("pow_backward", (POW,), "** number: forward, and n * x**(n-1)",
+             ["square", "cube", "inverse", "sqrt", "pow_reuse", "cube_zero"],
              ("pow_local",))
+# -a, a - b and number - a are one exercise (notebook 4's ex_04_neg_sub): each check keeps the learner's other two
+# when defined, so a cycle among them (`-self` written as `0 - self` while `__rsub__` negates) fails that exercise
 bricks_check("neg_sub_backward", (f"{V}.__neg__", f"{V}.__sub__"), "-a, a - b and a - number",
-             ["neg", "sub", "sub_self", "sub_number", "neg_reuse", "sub_reuse", "sub_twice", "sub_twins"])
+             ["neg", "sub", "sub_self", "sub_number", "neg_reuse", "sub_reuse", "sub_twice", "sub_twins"],
+             companions=(f"{V}.__rsub__",))
 bricks_check("div_backward", (f"{V}.__truediv__",), "a / b, and a / number",
-             ["div", "div_self", "rdiv", "div_reuse", "div_twice", "div_twins"])
+             ["div", "div_self", "rdiv", "div_reuse", "div_twice", "div_twins", "div_zero"])
 # a number on the right of + and * is the learner's + and * wrapping it (given in notebook 4, the spec's for an engine)
 bricks_check("number_operands", (f"{V}.__radd__", f"{V}.__rmul__", ADD, MUL), "numbers on either side of + and *",
              ["radd", "add_number", "rmul", "mul_number", "sum", "radd_reuse", "rmul_reuse"],
              ("add_local_backward", "mul_local_backward"))
-bricks_check("rsub_backward", (f"{V}.__rsub__",), "a number minus a Value", ["rsub", "rsub_mul", "rsub_reuse"])
+bricks_check("rsub_backward", (f"{V}.__rsub__",), "a number minus a Value", ["rsub", "rsub_mul", "rsub_reuse"],
+             companions=(f"{V}.__neg__", f"{V}.__sub__"))
 # notebook 4's number / Value: an exercise check, so that engines written to the spec need not define it
 bricks_check("rtruediv_backward", (f"{V}.__rtruediv__",), "a number divided by a Value",
              ["rtruediv", "rtruediv_mul", "rtruediv_reuse"], group="exercise")

@@ -12,7 +12,7 @@ from typing import Any
 from ..settings import Tolerance
 from ..truth.expressions import Expr
 from ..truth.numeric import Estimate, generic_inputs, grad_close, known_gradient, value_close
-from ..truth.slips import Space, close, equal_on, evaluate, recover
+from ..truth.slips import Recovery, Space, close, equal_on, evaluate, recover
 from . import messages as msg
 from .base import Case, Check, Failure, Observation
 from .registry import REGISTRY, register  # noqa: F401  (the topic modules register through here)
@@ -43,6 +43,7 @@ def sample(expr: Expr, rng: random.Random) -> list[float]:
         xs = generic_inputs(rng, len(expr.params), expr.low, expr.high)
         if expr.tied:
             xs = [xs[0]] * len(xs)
+        xs = [0.0 if i in expr.zeros else x for i, x in enumerate(xs)]
         try:
             f = expr.reference(*xs)
         except (ArithmeticError, ValueError):
@@ -62,8 +63,11 @@ def where(expr: Expr, xs: Sequence[float]) -> str:
 def expression_case(key: str, rng: random.Random, backward: bool) -> Case:
     """One self-contained case: the expression's text and parameters, the inputs, whether to back-propagate."""
     expr = EXPRESSIONS[key]
-    return {"probe": "expression", "expr": key, "params": list(expr.params), "source": expr.source,
-            "inputs": sample(expr, rng), "backward": backward}
+    case = {"probe": "again" if expr.again else "expression", "expr": key, "params": list(expr.params),
+            "source": expr.source, "inputs": sample(expr, rng), "backward": backward}
+    if expr.again:
+        case["zero"] = expr.again
+    return case
 
 
 def _ratio_misconception(expr: Expr, got: float, want: float, used_twice: bool) -> str | None:
@@ -171,6 +175,11 @@ def node_case(op: str, rng: random.Random, operands: Sequence[int] | None = None
         case["preset"] = [round(abs(x) * 0.4, 3) for x in xs[n: n + n]]  # as if another use had passed a gradient
         case["upstream"] = xs[-1]
     return case
+
+
+def at_zero(case: Case) -> Case:
+    """The node case with its first operand's data exactly 0 (every operation here has a slope there)."""
+    return {**case, "inputs": [0.0, *case["inputs"][1:]]}
 
 
 def _local_slopes(case: Case) -> list[float]:
@@ -363,13 +372,23 @@ LOCAL_SLOPES: dict[str, Space] = {
                   (("t", "tanh(x)"),), _IO),
     "exp": Space("t * g", ("x", "t", "g"), ("exp",), (("x", -2.0, 2.0), ("g", -3.0, 3.0)), (("t", "exp(x)"),), _IO),
     "**": Space("k * x ** (k - 1) * g", ("x", "k", "t", "g"), (), (("x", 0.3, 2.5), ("k", 2.0, 4.0), ("g", -3.0, 3.0)),
-                (("t", "x ** k"),), _IO + ", k the exponent"),
+                (("t", "x ** k"),), _IO + ", k the exponent", counts=("k",)),
+}
+# What a two-operand operation's _backward adds to each operand's grad: x is self.data, y other.data, t out.data, g
+# out.grad (the other operand's rule held right while one is recovered).
+_IO2 = "x is self.data, y is other.data, t is out.data and g is out.grad"
+BINARY_SLOPES: dict[str, tuple[Space, Space]] = {
+    op: tuple(Space(f, ("x", "y", "t", "g"), (), (("x", -2.5, 2.5), ("y", -2.5, 2.5), ("g", -3.0, 3.0)),
+                    (("t", out),), _IO2) for f in rules)  # type: ignore[misc]
+    for op, out, rules in (("*", "x * y", ("y * g", "x * g")), ("+", "x + y", ("g", "g")))
 }
 
 
 def recover_slope(case: Case, got: Sequence[float]) -> dict[str, str] | None:
     """The one slip of what a one-input operation's _backward adds that gives the learner's gradient (the preset
     gradient plus the slip), as the learner's formula beside the right one; None if none or several do."""
+    if case["op"] in BINARY_SLOPES:
+        return _recover_binary(case, got)
     space = LOCAL_SLOPES.get(case["op"])
     if space is None or len(got) != 1:
         return None
@@ -384,6 +403,59 @@ def recover_slope(case: Case, got: Sequence[float]) -> dict[str, str] | None:
                     equal_on(space, {"k": case["k"]} if "k" in case else {}))
     return ({"what": "_backward's `self.grad += ...`", "got": found.got, "want": found.want, "where": found.where}
             if found else None)
+
+
+def _recover_binary(case: Case, got: Sequence[float]) -> dict[str, str] | None:
+    """For + and *: the one slip of what one operand's line of _backward adds (the other's held right) that gives
+    the learner's grads, whether the operands are two leaves or one leaf twice."""
+    spaces = BINARY_SLOPES[case["op"]]
+    xs, ops, p, u = case["inputs"], case["operands"], case["preset"], case["upstream"]
+    env = spaces[0].env(x=xs[ops[0]], y=xs[ops[1]], g=u)
+    right = [evaluate(sp.formula, env) or 0.0 for sp in spaces]
+    found: list[tuple[int, Recovery]] = []
+    for side, space in enumerate(spaces):
+        def matches(text: str, side: int = side) -> bool:
+            v = evaluate(text, env)
+            if v is None:
+                return False
+            adds = [v if k == side else right[k] for k in (0, 1)]
+            want = list(p)
+            for k, leaf in enumerate(ops):
+                want[leaf] += adds[k]
+            return all(close(g, w) for g, w in zip(got, want))
+
+        hit = recover(space.formula, space.candidates(), matches, space.where, equal_on(space, {}))
+        if hit:
+            found.append((side, hit))
+    if len(found) != 1:
+        return None
+    side, hit = found[0]
+    who = ("self", "other")[side]
+    return {"what": f"_backward's `{who}.grad += ...`", "got": hit.got, "want": hit.want, "where": hit.where}
+
+
+def node_fits(case: Case, obs: Observation, recovered: dict[str, str]) -> bool:
+    """Whether a one-operand or one-line slip recovered on another case gives this case's grads too."""
+    got = obs.get("grads")
+    if case.get("probe") != "node" or got is None or "preset" not in case:
+        return False
+    xs, ops, p, u = case["inputs"], case["operands"], case["preset"], case["upstream"]
+    if case["op"] in BINARY_SLOPES:
+        spaces = BINARY_SLOPES[case["op"]]
+        env = spaces[0].env(x=xs[ops[0]], y=xs[ops[1]], g=u)
+        side = 1 if "`other.grad" in recovered.get("what", "") else 0
+        adds = [evaluate(recovered["got"] if k == side else sp.formula, env) for k, sp in enumerate(spaces)]
+        if any(a is None for a in adds):
+            return False
+        want = list(p)
+        for k, leaf in enumerate(ops):
+            want[leaf] += adds[k]  # type: ignore[operator]
+        return all(close(g, w) for g, w in zip(got, want))
+    space = LOCAL_SLOPES.get(case["op"])
+    if space is None or len(got) != 1:
+        return False
+    v = evaluate(recovered["got"], space.env(x=xs[0], g=u, **({"k": case["k"]} if "k" in case else {})))
+    return v is not None and close(got[0], p[0] + v)
 
 
 def structure_repro(case: Case) -> str:
@@ -448,5 +520,7 @@ def expression_check(name: str, targets: tuple[str, ...], description: str, keys
         out = [expression_case(k, rng, backward) for k in keys for _ in range(n)]
         return out + (extra(rng, hidden) if extra else [])
 
-    return Check(name, targets, description, cases, judge_by_probe(expression=judge_expression, node=judge_node),
-                 points, during=during_by_probe(expression=expression_during, node=node_during), **kw)
+    kw.setdefault("fits", node_fits)
+    return Check(name, targets, description, cases,
+                 judge_by_probe(expression=judge_expression, again=judge_expression, node=judge_node), points,
+                 during=during_by_probe(expression=expression_during, again=expression_during, node=node_during), **kw)

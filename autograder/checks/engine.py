@@ -18,10 +18,17 @@ from .common import (
     GRADIENT_MISTAKES,
     MUL,
     V,
+    at_zero,
+    during_by_probe,
+    expression_case,
     expression_check,
+    expression_during,
+    judge_by_probe,
+    judge_expression,
     judge_node,
     node_case,
     node_during,
+    node_fits,
     register,
 )
 
@@ -54,6 +61,12 @@ EXPRESSIONS.update({
     "twins": Expr(("a", "b", "c"), "m = a * b\nn = b * a\nout = m * c + n", exact=lambda a, b, c: (b * c + b, a * c + a, a * b),
                   misconception="eq.by_value"),
     "tied_leaves": Expr(("a", "b"), "a * b + b", tied=True, exact=lambda a, b: (b, a + 1), misconception="eq.by_value"),
+    # backward() called on a second graph after the first: fresh nodes over the same leaves (the leaves' grads
+    # zeroed, as a training loop does), and a node of the first graph reused (every grad of the first zeroed)
+    "again_fresh": Expr(("a", "b"), "y = a * b\nout = y + a\nout1 = out\nout = a * b * Value(2.0) + b",
+                        again="leaves", exact=lambda a, b: (2 * b, 2 * a + 1)),
+    "again_reuse": Expr(("a", "b"), "y = a * b\nout = y + a\nout1 = out\nout = y * b + a",
+                        again="all", exact=lambda a, b: (b * b + 1, 2 * a * b)),
 })
 
 GRADIENT_MISTAKES.update({
@@ -137,15 +150,17 @@ def local_cases(op: str) -> Callable[[random.Random, bool], list[Case]]:
         out = [node_case(op, rng, local=True), node_case(op, rng, [0, 0], local=True)]
         if hidden:
             out += [node_case(op, rng, local=True), node_case(op, rng, [0, 0], local=True)]
+        if op == "*":  # last: an operand of exactly 0, where a slope that divides by the data is undefined
+            out.append(at_zero(node_case(op, rng, local=True)))
         return out
 
     return cases
 
 
 register(Check("add_local_backward", (ADD,), "out._backward() of a + b adds out.grad to both inputs' grads",
-               local_cases("+"), judge_node, group="exercise", during=node_during))
+               local_cases("+"), judge_node, group="exercise", during=node_during, fits=node_fits))
 register(Check("mul_local_backward", (MUL,), "out._backward() of a * b adds the other's data times out.grad to each "
-               "input's grad", local_cases("*"), judge_node, group="exercise", during=node_during))
+               "input's grad", local_cases("*"), judge_node, group="exercise", during=node_during, fits=node_fits))
 
 
 # ---------------------------------------------------------------- backward() alone (isolated: the grader's own _backward)
@@ -161,15 +176,66 @@ SHAPES = [
 ]
 
 
+# Two graphs, called in turn: the first is 0, 1 -> 2 -> 3; the second reuses node 2 (4 = 2 with 0, 5 = 4 with 1), so
+# that a list kept from the first call runs node 3 again, and a visited mark kept from it skips node 2.
+AGAIN = {"edges": [[2, 0], [2, 1], [3, 2], [3, 1], [4, 2], [4, 0], [5, 4], [5, 1]], "roots": [3, 5]}
+
+
 def backward_cases(rng: random.Random, hidden: bool) -> list[Case]:
-    """Graphs of distinct data whose edges carry distinct weights."""
+    """Graphs of distinct data whose edges carry distinct weights; last, backward() on two graphs in turn."""
     out = []
     for shape in SHAPES if hidden else SHAPES[:2]:
         n = max(p for p, _ in shape) + 1
         data = generic_inputs(rng, n, 0.3, 2.5)
         weights = generic_inputs(rng, len(shape), 0.3, 2.5)
         out.append({"probe": "backward", "data": data, "edges": [[p, c, w] for (p, c), w in zip(shape, weights)]})
+    edges = AGAIN["edges"]
+    weights = generic_inputs(rng, len(edges), 0.3, 2.5)
+    out.append({"probe": "backward_again", "data": generic_inputs(rng, 6, 0.3, 2.5), "roots": AGAIN["roots"],
+                "edges": [[p, c, w] for (p, c), w in zip(edges, weights)], "zero": [0, 1, 2, 3]})
     return out
+
+
+def _reachable(root: int, edges: list[tuple[int, int]]) -> set[int]:
+    kids: dict[int, list[int]] = {}
+    for p, c in edges:
+        kids.setdefault(p, []).append(c)
+    seen, todo = {root}, [root]
+    while todo:
+        for c in kids.get(todo.pop(), []):
+            if c not in seen:
+                seen.add(c)
+                todo.append(c)
+    return seen
+
+
+def judge_backward_again(case: Case, obs: Observation, tol: Tolerance) -> Failure | None:
+    """The second call runs the _backward of exactly the nodes its own graph holds, once each: nothing is kept from
+    the first call."""
+    edges = [(p, c) for p, c, _ in case["edges"]]
+    first, second = case["roots"]
+    mine, old = _reachable(second, edges), _reachable(first, edges)
+    inner = sorted(p for p in mine if any(pp == p for pp, _ in edges))
+    ran = obs["calls"][1]
+    where = (f"Value.backward, called on a second graph (root {second}) after a first one (root {first}) whose node 2 "
+             "it reuses, all grads of the first zeroed in between; the _backward functions are the grader's own")
+    stale = sorted({i for i in ran if i not in mine})
+    if stale:
+        return Failure(f"{where}: the second call also ran the _backward of node{'s' * (len(stale) > 1)} "
+                       f"{', '.join(map(str, stale))}, which only the first graph holds; expected only the second "
+                       f"graph's nodes {inner}", "backward.keeps_state", method=BWD)
+    skipped = [i for i in inner if i not in ran]
+    if skipped:
+        shared = [i for i in skipped if i in old]
+        which = f" (node {shared[0]}, which the first call had visited)" if shared else ""
+        return Failure(f"{where}: the second call never ran the _backward of {len(skipped)} of its {len(inner)} "
+                       f"operation nodes{which}; expected each once", "backward.keeps_state" if shared
+                       else "backward.misses_nodes", method=BWD)
+    twice = sorted({i for i in ran if ran.count(i) > 1})
+    if twice:
+        return Failure(f"{where}: the second call ran the _backward of node {twice[0]} {ran.count(twice[0])} times; "
+                       "expected once", "backward.runs_a_node_twice", method=BWD)
+    return None
 
 
 def _expected_grads(case: Case) -> list[float]:
@@ -233,9 +299,11 @@ def judge_backward(case: Case, obs: Observation, tol: Tolerance) -> Failure | No
         return Failure(f"{where}: called no _backward at all; expected {len(inner)} calls", "backward.never_calls",
                        method=BWD)
     seed = obs["grad_at_call"][root]
-    if seed is None or not grad_close(seed, 1.0, 1.0, tol.rtol, tol.atol):
-        got = "its _backward never ran" if seed is None else f"{seed:.6g}"
-        return Failure(f"{where}: gave root.grad = {got} when the root's _backward ran; expected 1",
+    if seed is None:  # the walk left the root out: nothing says how it was seeded
+        return Failure(f"{where}: never called the root's own _backward; expected 1 call of each of the "
+                       f"{len(inner)} operation nodes, the root first", "backward.misses_nodes", method=BWD)
+    if not grad_close(seed, 1.0, 1.0, tol.rtol, tol.atol):
+        return Failure(f"{where}: gave root.grad = {seed:.6g} when the root's _backward ran; expected 1",
                        "backward.root_not_seeded", method=BWD)
     counts = [calls.count(i) for i in range(n)]
     if max(counts) > 1:
@@ -278,7 +346,9 @@ def judge_backward(case: Case, obs: Observation, tol: Tolerance) -> Failure | No
 
 
 BACKWARD_ALONE = register(Check("backward_alone", (BWD,), "backward() alone: seeds the root, then each _backward once, "
-                                "in reverse topological order", backward_cases, judge_backward, group="isolated",
+                                "in reverse topological order", backward_cases,
+                                judge_by_probe(backward=judge_backward, backward_again=judge_backward_again),
+                                group="isolated",
                                 during=lambda case: "\n  while calling backward() on a graph whose _backward functions "
                                 "are the grader's own"))
 
@@ -354,8 +424,9 @@ LADDER_RUNGS = 12
 
 
 def ladder_cases(rng: random.Random, hidden: bool) -> list[Case]:
-    """Starting points of the ladder."""
-    return [{"probe": "ladder", "x": x, "rungs": LADDER_RUNGS} for x in generic_inputs(rng, 3 if hidden else 1)]
+    """Starting points of the ladder; then backward() on two graphs in turn (nothing may be kept between calls)."""
+    again = [expression_case(k, rng, True) for k in ("again_fresh", "again_reuse")]
+    return [{"probe": "ladder", "x": x, "rungs": LADDER_RUNGS} for x in generic_inputs(rng, 3 if hidden else 1)] + again
 
 
 def _ladder_where(case: Case) -> str:
@@ -381,8 +452,10 @@ def judge_ladder(case: Case, obs: Observation, tol: Tolerance) -> Failure | None
     return None
 
 
-register(Check("backward_once_per_node", (BWD,), "each node's _backward runs exactly once",
-               ladder_cases, judge_ladder, during=lambda case: f"\n  while back-propagating {_ladder_where(case)}",
+register(Check("backward_once_per_node", (BWD,), "each node's _backward runs exactly once, on every graph",
+               ladder_cases, judge_by_probe(ladder=judge_ladder, again=judge_expression),
+               during=during_by_probe(ladder=lambda case: f"\n  while back-propagating {_ladder_where(case)}",
+                                      again=expression_during),
                **BACKWARD_CELL))
 register(expression_check("backward_equal_data", (BWD, f"{V}.__eq__", f"{V}.__hash__"),
                           "distinct nodes with equal data stay distinct", ["twins", "tied_leaves"],

@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 from ..settings import Tolerance
 from ..truth.numeric import generic_inputs, grad_close, known_gradient, value_close
-from ..truth.slips import Space, evaluate, recover
+from ..truth.slips import Space, equal_on, evaluate, recover
 from . import messages as msg
 from .base import ERROR, NOT_IMPLEMENTED, Case, Check, Failure, Observation
 from .common import EXPRESSIONS, register, sample, where
@@ -26,7 +26,7 @@ def derivative_cases(rng: random.Random, hidden: bool) -> list[Case]:
     pts = [["poly", 3.0], ["sin", round(rng.uniform(-2, 2), 3)], ["exp", round(rng.uniform(-1, 1), 3)]]
     if hidden:
         pts += [["poly", round(rng.uniform(-3, 3), 3)]]
-    return [{"probe": "derivative", "points": pts}]
+    return [{"probe": "derivative", "points": pts, "wide": WIDE_H}]
 
 
 def judge_derivative(case: Case, obs: Observation, tol: Tolerance) -> Failure | None:
@@ -46,9 +46,11 @@ def judge_derivative(case: Case, obs: Observation, tol: Tolerance) -> Failure | 
                 mis = "derivative.sign_flipped" if want > 0 else "derivative.abs"
             if abs(got - 2 * want) <= close:
                 mis = "derivative.no_half"
-            recovered = None if mis else _recover_derivative(case, obs)
+            # the formula is recovered only where the wide step was seen: at a tiny step, formulas that differ by
+            # O(h**2) (a step of 2h divided by 2h, and one of h divided by h) give the same numbers
+            recovered = _recover_derivative(case, obs) if obs.get("wide") and mis in (None, "derivative.no_half") else None
             return Failure(f"numerical_derivative of {SHOWN[k]} at x = {x}: expected {want:.10g} (exact), got {got:.10g}",
-                           "derivative.wrong_formula" if recovered else mis, method="numerical_derivative",
+                           mis or ("derivative.wrong_formula" if recovered else None), method="numerical_derivative",
                            recovered=recovered)
     return None
 
@@ -60,16 +62,23 @@ DERIVATIVE = Space("(f(x + h) - f(x - h)) / (2 * h)", ("x", "h"), (), (("x", -2.
                    where="h is the step", fixed=(("f", lambda x: math.exp(0.7 * x) + x**3),), depth=2)
 
 
+WIDE_H = 0.25  # a step where formulas that agree at a tiny step (to O(h**2)) differ by far more than rounding
+
+
 def _recover_derivative(case: Case, obs: Observation) -> dict[str, str] | None:
-    """The one slip of the central difference that gives every number the learner's function returned."""
-    points = [(DERIVATIVE.env(f=GRADER_FUNCTIONS[k], x=x, h=DEFAULT_H), got)
+    """The one slip of the central difference that gives every number the learner's function returned, at its own
+    step (to 1e-7: rounding at a tiny step) and at the wide step (to 1e-9)."""
+    points = [(DERIVATIVE.env(f=GRADER_FUNCTIONS[k], x=x, h=DEFAULT_H), got, 1e-7)
               for (k, x), got in zip(case["points"], obs["values"])]
+    points += [(DERIVATIVE.env(f=GRADER_FUNCTIONS[k], x=x, h=case["wide"]), got, 1e-9)
+               for (k, x), got in zip(case["points"], obs.get("wide") or []) if got is not None]
 
     def matches(text: str) -> bool:
-        values = [evaluate(text, env) for env, _ in points]
-        return all(v is not None and abs(v - got) <= 1e-7 * max(abs(v), abs(got)) for v, (_, got) in zip(values, points))
+        values = [evaluate(text, env) for env, _, _ in points]
+        return all(v is not None and abs(v - got) <= tol * max(abs(v), abs(got), 1e-12)
+                   for v, (_, got, tol) in zip(values, points))
 
-    found = recover(DERIVATIVE.formula, DERIVATIVE.candidates(), matches, DERIVATIVE.where)
+    found = recover(DERIVATIVE.formula, DERIVATIVE.candidates(), matches, DERIVATIVE.where, equal_on(DERIVATIVE, {}))
     return {"what": "numerical_derivative", "got": found.got, "want": found.want, "where": found.where} if found else None
 
 
@@ -86,7 +95,7 @@ def relative_error_cases(rng: random.Random, hidden: bool) -> list[Case]:
     a = round(rng.uniform(1, 5), 3)
     c = round(a + rng.uniform(0.5, 2.0), 3)  # |c| > |a|: dividing by the second argument is right for one order only
     pairs = [[a, a], [a, a * 1.01], [-a, a], [-a, -c], [c, a], [a, c], [a, 0.0], [1e-9, 2e-9], [0.0, 0.0],
-             [a * 100, a * 100 + 1]]
+             [a * 100, a * 100 + 1], [-c, a]]  # the last: the larger magnitude negative, the other positive
     return [{"probe": "relative_error", "pairs": pairs}]
 
 
@@ -140,7 +149,7 @@ def _recover_relative_error(case: Case, obs: Observation) -> dict[str, str] | No
                 return False
         return True
 
-    found = recover(RELATIVE_ERROR.formula, RELATIVE_ERROR.candidates(), matches)
+    found = recover(RELATIVE_ERROR.formula, RELATIVE_ERROR.candidates(), matches, same=equal_on(RELATIVE_ERROR, {}))
     return {"what": "relative_error", "got": found.got, "want": found.want, "where": ""} if found else None
 
 
@@ -221,7 +230,8 @@ def judge_manual(case: Case, obs: Observation, tol: Tolerance) -> Failure | None
         est = known_gradient(fn, [v[k] for k in names])[names.index(n)].value
         got = obs[n][1]
         if not grad_close(got, est, v["L"], tol.rtol, tol.atol):
-            what, mis = msg.MANUAL_RULES[n], MANUAL_HINTS[n]
+            what = msg.at_level(msg.MANUAL_RULES[n])
+            mis: str | None = MANUAL_HINTS[n] if n not in MANUAL_PARENT else None  # L: dL/dL is 1, nothing else
             if n in MANUAL_PARENT:
                 parent, other = MANUAL_PARENT[n]
                 local = v[other] if other else 1.0  # d parent / d n: the other factor's data, or 1 for a sum
@@ -231,12 +241,42 @@ def judge_manual(case: Case, obs: Observation, tol: Tolerance) -> Failure | None
                     mis = "manual.missing_upstream"
                 elif other and any(grad_close(got, v[n] * up, 1.0, 1e-9, 1e-12) for up in (upstream, est / local if local else 0.0)):
                     mis = "manual.mul_swaps"
+                elif not other and not grad_close(upstream, 1.0, 1.0, 1e-9, 1e-12) and grad_close(got, 1.0, 1.0, 1e-9, 1e-12):
+                    mis = "manual.add_routes"  # the local derivative of a sum, 1, without the gradient flowing in
                 if got == 0 and grad_close(local * upstream, est, v["L"], tol.rtol, tol.atol):
                     # the rule is right for the parent's grad as it is now: it ran before the parent's was filled in
                     return Failure(f"{n}.grad: expected dL/d{n} = {est:.10g} (numerical), got 0, though {parent}.grad "
-                                   f"= {upstream:.10g} is right", "manual.fill_order")
-            return Failure(f"{n}.grad: expected dL/d{n} = {est:.10g} (numerical), got {got:.10g}\n  ({what})", mis)
+                                   f"= {upstream:.10g} is right", "manual.fill_order", name=n)
+            recovered = None if mis else _recover_manual(n, obs)
+            return Failure(f"{n}.grad: expected dL/d{n} = {est:.10g} (numerical), got {got:.10g}\n  ({what})",
+                           "manual.wrong_formula" if recovered else mis, recovered=recovered)
     return None
+
+
+def _manual_space(n: str) -> Space:
+    """The rule of node n's grad over every node's data and grad but its own grad (which would explain anything)."""
+    parent, other = MANUAL_PARENT[n]
+    formula = f"{other}_data * {parent}_grad" if other else f"{parent}_grad"
+    names = tuple(f"{k}_{part}" for k in MANUAL_NODES for part in ("data", "grad") if (k, part) != (n, "grad"))
+    return Space(formula, names, (), tuple((name, -5.0, 5.0) for name in names))
+
+
+def _recover_manual(n: str, obs: Observation) -> dict[str, str] | None:
+    """The one slip of node n's rule (the other factor's data times the parent's grad, or the parent's grad for a
+    sum) that gives the learner's grad, from the values the nodes hold (each grad filled in once)."""
+    space = _manual_space(n)
+    env = {f"{k}_{part}": obs[k][i] for k in MANUAL_NODES for i, part in enumerate(("data", "grad"))}
+
+    def matches(text: str) -> bool:
+        value = evaluate(text, env)
+        return value is not None and abs(value - obs[n][1]) <= 1e-9 * max(1.0, abs(value))
+
+    found = recover(space.formula, space.candidates(), matches, same=equal_on(space, {}))
+
+    def shown(text: str) -> str:
+        return text.replace("_data", ".data").replace("_grad", ".grad")
+
+    return {"what": f"{n}.grad", "got": shown(found.got), "want": shown(found.want), "where": ""} if found else None
 
 
 register(Check("manual_backprop", MANUAL_NODES, "every hand-filled grad matches dL/dnode",
@@ -265,7 +305,7 @@ def _recover_bricks(case: Case, obs: Observation) -> dict[str, str] | None:
         values = [evaluate(text, {"x": x}) for x, _ in points]
         return all(v is not None and abs(v - got) <= 1e-9 * max(1.0, abs(got)) for v, (_, got) in zip(values, points))
 
-    found = recover(TANH_BRICKS.full, TANH_BRICKS.candidates(), matches)
+    found = recover(TANH_BRICKS.full, TANH_BRICKS.candidates(), matches, same=equal_on(TANH_BRICKS, {}))
     return {"what": "tanh_from_bricks(x)", "got": found.got, "want": found.want, "where": ""} if found else None
 
 
@@ -305,7 +345,7 @@ register(Check("tanh_from_bricks", ("tanh_from_bricks",), "tanh rebuilt from exp
 
 # ---------------------------------------------------------------- grads_of (notebook 5)
 
-GRADS_OF_KEYS = ("mul_add", "tanh_mul", "diamond", "a_plus_a")
+GRADS_OF_KEYS = ("mul_add", "tanh_mul", "diamond", "a_plus_a", "tied_leaves")  # last: two equal inputs
 
 
 def grads_of_cases(rng: random.Random, hidden: bool) -> list[Case]:
@@ -331,6 +371,13 @@ def _whole_multiples(got: list[float], want: list[float]) -> bool:
     return bool(ratios) and all(round(r) >= 2 and abs(r - round(r)) < 1e-6 for r in ratios)
 
 
+def _orders(n: int) -> list[tuple[int, ...]]:
+    """Every order of n inputs but their own (n is at most 3 here)."""
+    import itertools
+
+    return [p for p in itertools.permutations(range(n)) if p != tuple(range(n))]
+
+
 def judge_grads_of(case: Case, obs: Observation, tol: Tolerance) -> Failure | None:
     """One gradient per input, each the numerical one, the same on a second call."""
     expr = EXPRESSIONS[case["expr"]]
@@ -338,19 +385,31 @@ def judge_grads_of(case: Case, obs: Observation, tol: Tolerance) -> Failure | No
     call = _grads_of_call(case)
     ref = expr.reference(*xs)
     estimates = known_gradient(expr.reference, xs)
+    want = [e.value for e in estimates]
+
+    def close(a: float, b: float) -> bool:
+        return grad_close(a, b, ref, tol.rtol, tol.atol)
+
     for n, got in enumerate(obs["calls"]):
         if len(got) != len(xs):
-            return Failure(f"{call} returned {len(got)} numbers, expected one gradient per input ({len(xs)})")
+            return Failure(f"{call} returned {len(got)} numbers, expected one gradient per input ({len(xs)})",
+                           "grads_of.wrong_count", method="grads_of")
         for p, g, est in zip(expr.params, got, estimates):
             if not grad_close(g, est.value, ref, tol.rtol, tol.atol):
                 again = " on the second call (the first was right)" if n else ""
                 mis = "grads_of.not_fresh" if n else None
+                # equal inputs: each got the sum of the gradients of all inputs equal to it (one leaf for them all)
+                merged = [sum(w for w, y in zip(want, xs) if y == x) for x in xs]
                 if all(value_close(v, x, 1e-12) for v, x in zip(got, xs)):
                     mis = "grads_of.returns_data"
                 elif not n and all(v == 0 for v in got):
                     mis = "grads_of.no_backward"
-                elif not n and _whole_multiples(got, [e.value for e in estimates]):
+                elif not n and len(set(xs)) < len(xs) and all(close(v, w) for v, w in zip(got, merged)):
+                    mis = "grads_of.leaves_by_value"
+                elif not n and _whole_multiples(got, want):
                     mis = "grads_of.backward_twice"  # every gradient a whole multiple: backward() ran again
+                elif not n and any(all(close(v, want[i]) for v, i in zip(got, order)) for order in _orders(len(xs))):
+                    mis = "grads_of.wrong_order"  # the right gradients, in another order than the inputs'
                 return Failure(f"{call}: gradient of {p} expected {est.value:.10g} (numerical), got {g:.10g}{again}",
                                mis, method="grads_of")
     return None

@@ -6,23 +6,65 @@ and tests) and one sentence a beginner understands. `{name}` in a sentence is th
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+
+# ---------------------------------------------------------------- hint levels
+# The part of a sentence that writes the solution (the correct expression or code) is marked ⟦like this⟧ in the
+# templates below; it is shown only at the level "solution" (settings.Hints.level), and left out otherwise, so that
+# the sentence still names the misconception and shows what the learner's code computed.
+LEVELS = ("misconception", "solution")
+SOLUTION_OPEN, SOLUTION_CLOSE = "⟦", "⟧"
+_SOLUTION = re.compile("⟦[^⟦⟧]*⟧")
+_LEVEL: ContextVar[str] = ContextVar("autograder_hint_level", default=LEVELS[0])
+
+
+@contextmanager
+def hint_level(level: str) -> Iterator[None]:
+    """Within the block, diagnoses are phrased at `level` (one of LEVELS)."""
+    if level not in LEVELS:
+        raise ValueError(f"unknown hint level {level!r}; known: {', '.join(LEVELS)}")
+    token = _LEVEL.set(level)
+    try:
+        yield
+    finally:
+        _LEVEL.reset(token)
+
+
+def current_level() -> str:
+    """The hint level diagnoses are phrased at here."""
+    return _LEVEL.get()
+
+
+def at_level(template: str, level: str | None = None) -> str:
+    """A template as shown at `level` (default: the current one): its solution parts kept (unmarked) or left out."""
+    if (level or _LEVEL.get()) == "solution":
+        return template.replace(SOLUTION_OPEN, "").replace(SOLUTION_CLOSE, "")
+    return _SOLUTION.sub("", template)
+
+
+def solution_parts(template: str) -> list[str]:
+    """The marked solution parts of a template."""
+    return [m[1:-1] for m in _SOLUTION.findall(template)]
+
 
 # Observations of a shape no honest probe returns (in batch grading, the grader treats them as a protocol violation).
 MALFORMED_OBSERVATION = "common.malformed_observation"
 
 MISCONCEPTIONS: dict[str, str] = {
     # structure: what a node remembers
-    "add.no_children": "the result of + must remember its operands: Value(self.data + other.data, (self, other), '+')",
-    "mul.no_children": "the result of * must remember its operands: Value(self.data * other.data, (self, other), '*')",
+    "add.no_children": "the result of + must remember its operands⟦: Value(self.data + other.data, (self, other), '+')⟧",
+    "mul.no_children": "the result of * must remember its operands⟦: Value(self.data * other.data, (self, other), '*')⟧",
     "node.wrong_children": "_prev must hold exactly the operands of the operation, the very same Value objects",
-    "add.wrong_op": "the result of + must record the operation it came from: _op = '+'",
-    "mul.wrong_op": "the result of * must record the operation it came from: _op = '*'",
-    "node.wrong_op": "each result must record the operation it came from in _op (such as '+', '*', 'tanh', 'exp', '**2')",
-    "tanh.graph_cut": ("the tanh node has no child, so the graph is cut there and no gradient reaches x: create it as "
-                       "Value(t, (self,), 'tanh')"),
-    "exp.graph_cut": "the exp node has no child, so the graph is cut there: create it as Value(e, (self,), 'exp')",
-    "pow.graph_cut": "the ** node has no child, so the graph is cut there: create it as Value(x ** k, (self,), f'**{k}')",
+    "add.wrong_op": "the result of + must record the operation it came from⟦: _op = '+'⟧",
+    "mul.wrong_op": "the result of * must record the operation it came from⟦: _op = '*'⟧",
+    "node.wrong_op": "each result must record the operation it came from in _op⟦ (such as '+', '*', 'tanh', 'exp', '**2')⟧",
+    "tanh.graph_cut": ("the tanh node has no child, so the graph is cut there and no gradient reaches x⟦: create it as "
+                       "Value(t, (self,), 'tanh')⟧"),
+    "exp.graph_cut": "the exp node has no child, so the graph is cut there⟦: create it as Value(e, (self,), 'exp')⟧",
+    "pow.graph_cut": "the ** node has no child, so the graph is cut there⟦: create it as Value(x ** k, (self,), f'**{k}')⟧",
     "node.returns_operand": "an operation must return a NEW Value, not one of its operands",
     # local rules (one out._backward() call)
     "add.assigns_instead_of_accumulating": ("{name} is used twice and one of its two gradients was overwritten: a _backward "
@@ -31,8 +73,8 @@ MISCONCEPTIONS: dict[str, str] = {
                                             "sets `grad = ...` where it must accumulate `grad += ...`"),
     "node.assigns_instead_of_accumulating": ("a _backward sets `grad = ...` where it must accumulate `grad += ...` (a node "
                                              "used twice gets a gradient from each use)"),
-    "node.backward_not_attached": ("out._backward did nothing: define _backward inside the method and assign "
-                                   "out._backward = _backward"),
+    "node.backward_not_attached": ("out._backward did nothing: the function was never attached to the result⟦ (define "
+                                   "_backward inside the method and assign out._backward = _backward)⟧"),
     "node.missing_upstream": "off by the upstream factor: a _backward is missing `* out.grad` (the chain rule)",
     "node.uses_out_data": ("the _backward multiplies by out.data (the result's value) where the chain rule needs "
                            "out.grad (the gradient flowing in)"),
@@ -40,20 +82,21 @@ MISCONCEPTIONS: dict[str, str] = {
                                "own `+=` (self.grad and other.grad, even when they are the same Value); a loop over "
                                "out._prev, a set that holds the Value once, loses the other")
        for kind, sym in (("add", "a + a"), ("mul", "a * a"))},
-    "add.forgets_an_operand": "+ must route out.grad to BOTH operands: self.grad += out.grad and other.grad += out.grad",
-    "mul.unswapped": ("in __mul__, self.grad needs other.data * out.grad and other.grad needs self.data * out.grad: "
-                      "the operands look unswapped"),
-    "tanh.uses_input": ("the local derivative of tanh is 1 - t**2 with t = tanh(x), the OUTPUT; this looks like 1 - x**2 "
-                        "with the input"),
-    "tanh.drops_one_minus": "the local derivative of tanh is 1 - t**2; this looks like t**2 (check the formula)",
-    "tanh.one_minus_t": "the local derivative of tanh is 1 - t**2 (t squared); this looks like 1 - t",
-    "exp.derivative_is_input": "the local derivative of exp(x) is exp(x), the output itself; this looks like x or 1",
-    "pow.derivative_keeps_power": "d/dx x**n is n * x**(n-1); this looks like n * x**n or x**(n-1)",
-    "div.wrong_sign": "a / b is a * b**-1: the gradient of b is -a / b**2 times out.grad",
+    "add.forgets_an_operand": "+ must route out.grad to BOTH operands⟦: self.grad += out.grad and other.grad += out.grad⟧",
+    "mul.unswapped": ("in __mul__, each operand's gradient needs the OTHER operand's data⟦ (self.grad needs "
+                      "other.data * out.grad, other.grad needs self.data * out.grad)⟧: the operands look unswapped"),
+    "tanh.uses_input": ("the local derivative of tanh is written with t = tanh(x), the OUTPUT⟦: 1 - t**2⟧; this "
+                        "looks like 1 - x**2, with the input x"),
+    "tanh.drops_one_minus": "the local derivative of tanh looks like t**2 here, the output squared alone⟦; it is 1 - t**2⟧",
+    "tanh.one_minus_t": "the local derivative of tanh looks like 1 - t here: the output is not squared⟦; it is 1 - t**2⟧",
+    "exp.derivative_is_input": "the local derivative of exp looks like x or 1 here, not the output itself⟦, exp(x)⟧",
+    "pow.derivative_keeps_power": ("the local derivative of x**n looks like n * x**n or x**(n-1) here: the power is not lowered, or the "
+                                 "factor n is missing⟦; it is n * x**(n-1)⟧"),
+    "div.wrong_sign": "the gradient of b in a / b has the wrong sign⟦: a / b is a * b**-1, so it is -a / b**2 times out.grad⟧",
     "div.operands_inverted": "a / b divides self by other; this computes other / self (the operands are inverted)",
     "sub.sign_flipped": "the sign is flipped: look at `-`, __neg__, __sub__ or __rsub__ (which operand is subtracted from which?)",
     # backward()
-    "backward.root_not_seeded": "backward() must seed the root, self.grad = 1 (d out / d out), before walking the graph",
+    "backward.root_not_seeded": "backward() must seed the root (d out / d out is 1) before walking the graph⟦: self.grad = 1⟧",
     "backward.never_calls": ("backward() called no node's _backward: build the topological order from the root through "
                              "_prev and call every node's _backward"),
     "backward.forward_order": ("backward() called the leaves' side first: walk the nodes in REVERSE topological order "
@@ -65,7 +108,7 @@ MISCONCEPTIONS: dict[str, str] = {
                               "the walk must go from the root down, the reverse of a list where each node comes after "
                               "its children (post-order: append a node after visiting its children)"),
     "backward.sets_every_grad": ("backward() sets each node's grad itself (to 1 or 0) in the loop, overwriting what "
-                                 "the nodes that use it passed on: seed only the root, self.grad = 1, before the loop"),
+                                 "the nodes that use it passed on: seed only the root⟦, self.grad = 1,⟧ before the loop"),
     "backward.preorder": ("the walk is the reverse of a PRE-order list: build_topo appends a node before visiting its "
                           "children; append it AFTER the loop over its children (post-order), then walk the list "
                           "reversed"),
@@ -80,7 +123,7 @@ MISCONCEPTIONS: dict[str, str] = {
                               "root through _prev and call every node's _backward; if Value defines __eq__/__hash__ by "
                               "value, nodes with equal data (y * 0.5 twice) are merged into one"),
     "backward.grad_stayed_zero": ("{name}.grad stayed 0: is the root seeded (out.grad = 1) inside backward()? is each "
-                                  "op's _backward assigned to its result (out._backward = _backward)? are nodes visited "
+                                  "op's _backward assigned to its result⟦ (out._backward = _backward)⟧? are nodes visited "
                                   "in REVERSE topological order?"),
     "backward.ran_twice": ("{name}.grad is too large by a whole factor: some _backward ran more than once; does backward() "
                            "keep a visited set and zero nothing it should not?"),
@@ -88,95 +131,112 @@ MISCONCEPTIONS: dict[str, str] = {
                                    "_backward exactly once, and only after every node that uses it (reverse topological "
                                    "order, built with a visited set); recursion without a topological sort, or a "
                                    "breadth-first walk, breaks this"),
+    "backward.keeps_state": ("backward() keeps something from one call to the next (a topological list or visited "
+                             "set that outlives the call: kept on the class, in a default argument such as topo=[], "
+                             "in a global, or as a mark left on the nodes), so a later graph runs nodes of an earlier "
+                             "one again or skips nodes it holds: make them afresh inside each backward() call"),
     "eq.by_value": ("two distinct nodes have equal data here: if Value defines __eq__/__hash__ by value, the visited set "
-                    "(or a dict) merges them; leave __eq__ and __hash__ as identity, or key the visited set by id(node)"),
+                    "(or a dict) merges them; leave __eq__ and __hash__ as identity⟦, or key the visited set by id(node)⟧"),
     "repr.default": "define __repr__ to show the data, such as Value(data=2.0)",
     "repr.hides_data": "the repr must show the data, such as Value(data=2.0)",
     # the net
     "neuron.zero_init": ("every starting weight is the same number (zero?): a net whose neurons all start alike can never "
-                         "learn different features; draw each weight at random, e.g. random.uniform(-1, 1)"),
+                         "learn different features; draw each weight at random⟦, e.g. random.uniform(-1, 1)⟧"),
     "neuron.same_weights_each_time": ("every new Neuron starts with the same weights: draw them at random when the "
-                                      "Neuron is made (random.uniform(-1, 1)), not fixed numbers"),
+                                      "Neuron is made⟦ (random.uniform(-1, 1))⟧, not fixed numbers"),
     "neuron.init_out_of_range": ("some starting weight is far outside -1 .. 1: tanh saturates there and learning stalls; "
-                                 "draw weights from a small range such as random.uniform(-1, 1)"),
+                                 "draw weights from a small range⟦ such as random.uniform(-1, 1)⟧"),
     "neuron.graph_cut": ("the output is a new Value built from a plain number (such as Value(math.tanh(act.data))): the "
-                         "graph is cut there, so no gradient can reach the weights; use the Value's own .tanh()"),
+                         "graph is cut there, so no gradient can reach the weights⟦; use the Value's own .tanh()⟧"),
     "neuron.missing_bias": "the neuron's output is tanh(w.x + b): the bias b is left out of the sum",
     "neuron.missing_tanh": "the neuron's output must be tanh(w.x + b); the tanh is missing",
+    "neuron.shared_weight": ("the neuron's weights are one Value object listed several times (a list made with "
+                             "`[Value(...)] * nin` repeats one object), so they can never differ: each weight must "
+                             "be a Value of its own"),
+    "net.parameters_order": ("parameters() lists the right Values in another order than the spec's, so every weight "
+                             "set through it lands in another place: list each neuron's weights, then its bias, neuron "
+                             "by neuron, layer by layer"),
     "neuron.bias_first": "parameters() lists each neuron's bias before its weights; the spec is weights then bias",
     "layer.returns_list_for_one": "Layer(nin, 1)(x) should return the one output Value itself, not a list",
     "mlp.layers_all_take_nin": ("every layer takes nin inputs; layer i must take as many inputs as the layer before it "
-                                "has outputs: sizes = [nin] + nouts, Layer(sizes[i], sizes[i + 1])"),
+                                "has outputs⟦: sizes = [nin] + nouts, Layer(sizes[i], sizes[i + 1])⟧"),
     "net.parameters_not_values": ("parameters() must return the Values themselves, in one flat list: a Layer lists "
-                                  "each neuron's own parameters(), [p for n in self.neurons for p in n.parameters()]"),
+                                  "each neuron's own parameters()⟦, [p for n in self.neurons for p in n.parameters()]⟧"),
     "net.parameters_incomplete": ("__init__ makes every Value, but parameters() leaves some out: return every weight "
                                   "and bias, layer by layer, neuron by neuron (weights then bias)"),
-    "neuron.weight_count": ("Neuron(nin) needs one weight per input and one bias: "
-                            "self.w = [Value(random.uniform(-1, 1)) for _ in range(nin)]"),
-    "layer.neuron_count": "Layer(nin, nout) makes nout neurons: [Neuron(nin) for _ in range(nout)]",
-    "layer.neuron_inputs": "each neuron of Layer(nin, nout) sees all nin inputs: make them Neuron(nin)",
-    "mlp.layer_count": ("MLP(nin, nouts) makes one Layer per entry of nouts: sizes = [nin] + nouts, "
-                        "[Layer(sizes[i], sizes[i + 1]) for i in range(len(nouts))]"),
-    "mlp.layer_sizes": ("layer i of MLP(nin, nouts) is Layer(sizes[i], sizes[i + 1]) with sizes = [nin] + nouts: as "
-                        "many inputs as the layer before has outputs, and nouts[i] outputs"),
+    "neuron.weight_count": ("Neuron(nin) needs one weight per input and one bias⟦: "
+                            "self.w = [Value(random.uniform(-1, 1)) for _ in range(nin)]⟧"),
+    "layer.neuron_count": "Layer(nin, nout) makes nout neurons⟦: [Neuron(nin) for _ in range(nout)]⟧",
+    "layer.neuron_inputs": "each neuron of Layer(nin, nout) sees all nin inputs⟦: make them Neuron(nin)⟧",
+    "mlp.layer_count": ("MLP(nin, nouts) makes one Layer per entry of nouts⟦: sizes = [nin] + nouts, "
+                        "[Layer(sizes[i], sizes[i + 1]) for i in range(len(nouts))]⟧"),
+    "mlp.layer_sizes": ("layer i of MLP(nin, nouts) takes as many inputs as the layer before has outputs, and has "
+                        "nouts[i] outputs⟦: Layer(sizes[i], sizes[i + 1]) with sizes = [nin] + nouts⟧"),
     "net.parameter_count": "parameters() must list every weight and bias, layer by layer, neuron by neuron",
     "mse.is_sum": "this is the sum of squared errors; the mean divides by the number of examples",
-    "train.no_zero_grad": "gradients are never zeroed between steps, so they pile up: set every p.grad = 0 before backward()",
-    "train.ascends": "the parameters move up the gradient: the update is p.data -= lr * p.grad",
-    "train.records_after_update": "each recorded loss is the loss after that step's update: record loss.data before updating",
+    "train.no_zero_grad": "gradients are never zeroed between steps, so they pile up⟦: set every p.grad = 0 before backward()⟧",
+    "train.ascends": "the parameters move up the gradient⟦: the update is p.data -= lr * p.grad⟧",
+    "train.records_after_update": "each recorded loss is the loss after that step's update⟦: record loss.data before updating⟧",
     "train.ignores_lr": "train moves the parameters by a fixed step size: use the lr argument it is given",
-    "train.loss_never_changes": ("every recorded loss is the same and the parameters never moved: each step must call "
-                                 "loss.backward() and then move every p.data by -lr * p.grad"),
+    "train.loss_never_changes": ("every recorded loss is the same and the parameters never moved⟦: each step must call "
+                                 "loss.backward() and then move every p.data by -lr * p.grad⟧"),
     "train.loss_not_recomputed": ("the parameters move, but every recorded loss is the same number: compute the loss "
-                                  "afresh inside the loop, loss = mse_loss(model, xs, ys), at every step"),
-    "train.steps_by_data": ("each step moves p.data by lr * p.data, not by the gradient: the update is "
-                            "p.data -= lr * p.grad"),
-    "train.step_doubled": ("every step moves the parameters twice as far as lr * p.grad: loss.backward() runs twice a "
-                           "step (the gradients add up), or the update is applied twice"),
-    "add.wrong_forward": "a + b must compute self.data + other.data",
-    "mul.wrong_forward": "a * b must compute self.data * other.data",
+                                  "afresh inside the loop⟦, loss = mse_loss(model, xs, ys),⟧ at every step"),
+    "train.steps_by_data": ("each step moves p.data by lr * p.data, not by the gradient⟦: the update is "
+                            "p.data -= lr * p.grad⟧"),
+    "train.step_doubled": ("every step moves the parameters twice as far as one gradient step of size lr: "
+                           "loss.backward() runs twice a step (the gradients add up), or the update is applied twice"),
+    "add.wrong_forward": "a + b must compute the sum of the operands' data⟦, self.data + other.data⟧",
+    "mul.wrong_forward": "a * b must compute the product of the operands' data⟦, self.data * other.data⟧",
     # single-notebook exercises
-    "derivative.no_half": ("the two points x + h and x - h are 2h apart: the central difference divides by 2 * h, "
-                           "not by h"),
-    "manual.root_is_one": "dL/dL is 1: start with L.grad = 1",
+    "derivative.no_half": ("your slope is twice the true one: the difference of f at the two points must be divided "
+                           "by the distance between the two points"),
+    "manual.root_is_one": "dL/dL is 1⟦: start with L.grad = 1⟧",
     "manual.mul_swaps": ("for a product, each factor's gradient is the OTHER factor's data times the gradient flowing "
-                         "in (L = d * f: d.grad = f.data * L.grad)"),
-    "manual.fill_order": ("the formula is right, but it ran before the parent's grad was filled in (it was still 0 "
-                          "then): fill the grads in from L down, each node's after its parent's"),
-    "manual.add_routes": "a sum routes the gradient flowing in unchanged to both terms (d = e + c: c.grad = d.grad)",
+                         "in⟦ (L = d * f: d.grad = f.data * L.grad)⟧"),
+    "manual.fill_order": ("the grad named above is still 0 at the end, though the grad it is made from is filled "
+                          "in: its line is missing, or it ran while the grad it reads was still 0; fill the grads in "
+                          "from L down, each node's after its parent's"),
+    "manual.add_routes": "a sum routes the gradient flowing in unchanged to both terms⟦ (d = e + c: c.grad = d.grad)⟧",
     "tanh_bricks.uses_tanh": "build tanh from the bricks (exp, +, -, /), not with x.tanh()",
-    "tanh_bricks.wrong_formula": "tanh(x) = (e**(2x) - 1) / (e**(2x) + 1): check the formula",
+    "tanh_bricks.wrong_formula": "the value is not tanh(x): check the formula⟦, tanh(x) = (e**(2x) - 1) / (e**(2x) + 1)⟧",
     "tanh_bricks.brick_backward": ("the forward value is right but the gradient is not: a brick's backward is wrong (its "
                                    "own check says which), or part of your composition is built from plain numbers "
                                    "(Value(... .data)), which cuts the graph there"),
     "grads_of.returns_data": "grads_of must return each leaf's .grad after backward(), not its .data",
     "grads_of.backward_twice": ("every gradient is a whole multiple of the right one: backward() ran more than once "
                                 "on the same graph, and each run adds its gradients again; call it once"),
+    "grads_of.leaves_by_value": ("two equal inputs shared one leaf, so each got the gradient of both: make a Value "
+                                 "of its own for every input, even for equal numbers (leaves kept in a dict or set "
+                                 "keyed by the number merge them)"),
+    "grads_of.wrong_order": ("these are the right gradients in another order: grads_of must return df/dx for each "
+                             "input in the order of the inputs"),
+    "grads_of.wrong_count": "grads_of must return one gradient for each input, no more and no fewer",
     "grads_of.not_fresh": "start from fresh Values on every call: gradients left from an earlier call pile up",
-    "derivative.forward_difference": ("this looks like a forward difference (f(x+h) - f(x)) / h, off by about h*f''(x)/2; "
-                                      "the central difference (f(x+h) - f(x-h)) / (2h) is far closer"),
+    "derivative.forward_difference": ("this looks like a forward difference (f(x+h) - f(x)) / h, off by about h*f''(x)/2⟦; "
+                                      "the central difference (f(x+h) - f(x-h)) / (2h) is far closer⟧"),
     "derivative.backward_difference": ("this looks like a backward difference (f(x) - f(x-h)) / h, off by about "
-                                       "h*f''(x)/2; the central difference (f(x+h) - f(x-h)) / (2h) is far closer"),
+                                       "h*f''(x)/2⟦; the central difference (f(x+h) - f(x-h)) / (2h) is far closer⟧"),
     "relerr.zero_over_zero": "two zeros agree perfectly; avoid dividing 0 by 0",
-    "relerr.max_without_abs": ("the scale must be max(abs(a), abs(b)): max(a, b) of two negative numbers is negative "
-                               "(or smaller than the larger magnitude)"),
+    "relerr.max_without_abs": ("max(a, b) of two negative numbers is negative (or smaller than the larger magnitude): "
+                               "the scale must be the larger magnitude⟦, max(abs(a), abs(b))⟧"),
     "relerr.divides_by_b": ("the error must be relative to the LARGER of |a| and |b|, so that swapping a and b gives the "
-                            "same answer and b = 0 works: divide by max(abs(a), abs(b))"),
-    "relerr.min": "divide by the larger magnitude, max(abs(a), abs(b)), not the smaller",
-    "relerr.no_abs": "the error is a distance: take abs(a - b)",
+                            "same answer and b = 0 works⟦: divide by max(abs(a), abs(b))⟧"),
+    "relerr.min": "divide by the larger magnitude⟦, max(abs(a), abs(b))⟧, not the smaller",
+    "relerr.no_abs": "the error is a distance⟦: take abs(a - b)⟧",
     # local rules: more wrong versions, recognised from one out._backward() call
-    "add.sign_flipped": "+ passes out.grad on unchanged to both operands: `+= out.grad`, not `-= out.grad`",
+    "add.sign_flipped": "+ passes out.grad on unchanged to both operands; this subtracts it⟦: `+= out.grad`, not `-= out.grad`⟧",
     "mul.sign_flipped": "* adds (the other operand's data) * out.grad to each operand's grad: `+=`, not `-=`",
     "node.sign_flipped": "the gradient was subtracted: a _backward must ADD its contribution, `grad += ...`",
     "add.uses_operand_grad": ("+ must route out.grad, the gradient flowing in, to both operands; this adds another "
-                              "operand's .grad (self.grad += out.grad, other.grad += out.grad)"),
+                              "operand's .grad⟦ (self.grad += out.grad, other.grad += out.grad)⟧"),
     "mul.uses_grad_for_data": ("in __mul__, each operand's gradient is the OTHER operand's DATA times out.grad; this uses "
-                               "an operand's .grad where its .data belongs (other.grad += self.data * out.grad)"),
-    "mul.forgets_an_operand": ("* must pass a gradient to BOTH operands: self.grad += other.data * out.grad and "
-                               "other.grad += self.data * out.grad"),
-    "tanh.one_plus_t_squared": "the local derivative of tanh is 1 - t**2 (minus); this looks like 1 + t**2",
-    "pow.exponent_off_by_one": ("d/dx x**n is n * x**(n-1): the exponent goes DOWN by one; this looks like "
-                                "n * x**(n+1)"),
+                               "an operand's .grad where its .data belongs⟦ (other.grad += self.data * out.grad)⟧"),
+    "mul.forgets_an_operand": ("* must pass a gradient to BOTH operands⟦: self.grad += other.data * out.grad and "
+                               "other.grad += self.data * out.grad⟧"),
+    "tanh.one_plus_t_squared": "the local derivative of tanh looks like 1 + t**2 here: the sign is wrong⟦; it is 1 - t**2⟧",
+    "pow.exponent_off_by_one": ("the local derivative of x**n looks like n * x**(n+1) here: the exponent must go DOWN by "
+                                "one⟦, n * x**(n-1)⟧"),
     # a brick whose graph is cut, or whose _backward does nothing (seen through a whole expression)
     **{f"{kind}.graph_cut": (f"the result of {sym} does not reach its operands through _prev, so the graph is cut there "
                              f"and no gradient flows back: build {sym} from Value operations (or create the result "
@@ -185,107 +245,138 @@ MISCONCEPTIONS: dict[str, str] = {
                          ("rtruediv", "number / a"), ("radd", "number + a"), ("rmul", "number * a"))},
     **{f"{kind}.no_backward": (f"the result of {sym} remembers its operands, but no gradient comes out of it: its "
                                "_backward is missing or does nothing; build it from operations that have one "
-                               "(a / b = a * b**-1, -a = a * -1) or define out._backward")
+                               "⟦(a / b = a * b**-1, -a = a * -1) ⟧or define out._backward")
        for kind, sym in (("tanh", "x.tanh()"), ("exp", "x.exp()"), ("pow", "x ** k"), ("neg", "-a"),
                          ("sub", "a - b"), ("div", "a / b"), ("rsub", "number - a"), ("rtruediv", "number / a"),
                          ("radd", "number + a"), ("rmul", "number * a"))},
     "rtruediv.operands_inverted": ("2 / a calls a.__rtruediv__(2): `other` is the number on the LEFT, so the result "
-                                   "is other / self, other * self**-1; this computes self / other"),
+                                   "is other / self⟦, other * self**-1⟧; this computes self / other"),
     # structure, when learner code raised
+    "node.divides_by_data": ("the line above divides by a .data that is exactly 0 in this case (0 is a valid "
+                             "input, where the operation has a slope): a slope written as a quotient such as "
+                             "out.data / self.data is right only where the data is not 0; write the local derivative "
+                             "without dividing by an operand's data"),
     "node.returns_float": ("an operation must return a new Value, Value(result, (self, other), op), not a plain number: "
                            "the graph needs Values to walk back through"),
     "node.number_on_the_left": ("a number on the LEFT of a Value (such as -1 * self, or -other + self when other is a "
                                 "number) needs __rmul__ / __radd__, which come in the exercise 'numbers on the left'; "
-                                "until then keep the Value on the left: self * -1, self + (-other)"),
-    "mse.fixed_count": ("the mean divides by the number of examples, len(xs); this divides the sum by another count "
+                                "until then keep the Value on the left⟦: self * -1, self + (-other)⟧"),
+    "mse.fixed_count": ("the mean divides by the number of examples⟦, len(xs)⟧; this divides the sum by another count "
                         "(the line above says which)"),
     "mse.graph_cut": ("the loss's value is right, but its graph does not reach the parameters: part of it is built "
                       "from plain numbers (.data, or Value(... .data)); build it from the model's output Values"),
     "common.float_for_value": ("it returned a plain number where a Value belongs: build the result from Value "
                                "operations (no .data), so that backward() can walk back through it"),
+    "common.value_iterated": ("a single Value was indexed or looped over (the line above) where a list or tuple "
+                              "belongs"),
+    "node.children_not_a_collection": ("a node's children arrived as one Value where a tuple of Values belongs, so "
+                                       "walking them fails (the line above): parentheses alone make no tuple, "
+                                       "`(self)` is self itself"),
+    "node.data_and_value_mixed": ("the line above combines a number (a .data) with a Value (an operand written "
+                                  "without .data), so Python asks the Value to handle a number on its left: the "
+                                  "forward value is computed from the numbers of both operands"),
+    "node.value_added_to_grad": ("the line above adds a Value to a .grad, which holds a plain number: a _backward "
+                                 "computes with numbers (the nodes' .data and .grad), never with the Value objects "
+                                 "themselves"),
+    "train.records_values": ("each recorded loss must be a plain number: the list holds the loss Values themselves "
+                             "(each keeping its whole graph alive), not their .data"),
     "common.value_for_list": ("a single Value was indexed or looped over where a list belongs: Layer(nin, 1)(x) "
                               "returns the one Value itself, so code that handles any layer must not assume a list"),
     "grads_of.returns_values": "grads_of must return numbers, each leaf's .grad, not the leaf Values themselves",
     "common.none_iterated": ("the line above walks through None where a list belongs: a function without `return`, "
                              "or a list method that works in place (x = x.reverse(), x = x.sort()), gives None"),
-    "rmul.calls_add": "2 * a computes 2 + a: __rmul__ must multiply, return self * other (is it bound to __radd__?)",
-    "radd.calls_mul": "1 + a computes 1 * a: __radd__ must add, return self + other (is it bound to __rmul__?)",
-    "div.multiplies": "a / b computes a * b: divide, self * other**-1",
-    "repr.prints_instead_of_returning": ("__repr__ returned None: it must RETURN the text, "
-                                         "return f\"Value(data={self.data})\" (printing it, or leaving out `return`, "
+    "rmul.calls_add": "2 * a computes 2 + a: __rmul__ must multiply⟦, return self * other⟧ (is it bound to __radd__?)",
+    "radd.calls_mul": "1 + a computes 1 * a: __radd__ must add⟦, return self + other⟧ (is it bound to __rmul__?)",
+    "div.multiplies": "a / b computes a * b: divide⟦, self * other**-1⟧",
+    "repr.prints_instead_of_returning": ("__repr__ returned None: it must RETURN the text⟦, "
+                                         "return f\"Value(data={self.data})\"⟧ (printing it, or leaving out `return`, "
                                          "gives None)"),
     "layer.returns_one_output": ("Layer(nin, nout)(x) must return the list of all nout outputs (one per neuron), and "
                                  "only with nout == 1 the one Value itself"),
     "layer.shared_neuron": ("every output of the layer is the same: the layer holds one Neuron nout times "
-                            "([Neuron(nin)] * nout); make a new one each time: [Neuron(nin) for _ in range(nout)]"),
-    "mlp.layers_not_chained": ("each layer must take the previous layer's output: `x = layer(x)` in the loop, then "
-                               "return x; this feeds every layer the original input"),
-    "mse.not_squared": "each error must be squared, (model(x) - y) ** 2, before summing: positive and negative errors cancel",
-    "mse.square_of_sum": ("square each error, then sum: sum((model(x) - y) ** 2 ...); this squares the sum of the "
+                            "([Neuron(nin)] * nout)⟦; make a new one each time: [Neuron(nin) for _ in range(nout)]⟧"),
+    "mlp.layers_not_chained": ("each layer must take the previous layer's output⟦: `x = layer(x)` in the loop, then "
+                               "return x⟧; this feeds every layer the original input"),
+    "mse.not_squared": "each error must be squared⟦, (model(x) - y) ** 2,⟧ before summing: positive and negative errors cancel",
+    "mse.square_of_sum": ("square each error, then sum⟦: sum((model(x) - y) ** 2 ...)⟧; this squares the sum of the "
                           "errors, where positive and negative errors cancel"),
-    "train.ignores_steps": ("train must take exactly `steps` steps and record one loss per step: "
-                            "for _ in range(steps), with the steps argument it is given"),
-    "train.steps_off_by_one": ("train recorded one loss too many or too few: take exactly `steps` steps, "
-                               "for _ in range(steps), recording one loss each"),
+    "train.ignores_steps": ("train must take exactly `steps` steps and record one loss per step⟦: "
+                            "for _ in range(steps)⟧, with the steps argument it is given"),
+    "train.steps_off_by_one": ("train recorded one loss too many or too few: take exactly `steps` steps⟦, "
+                               "for _ in range(steps)⟧, recording one loss each"),
     "train.partial_zero_grad": ("the first step is right but the later ones drift: some parameters' gradients are "
-                                "never zeroed, so they pile up; before backward(), set p.grad = 0 for EVERY p in "
-                                "model.parameters()"),
-    "derivative.sign_flipped": "the slope has the wrong sign: it is (f(x + h) - f(x - h)) / (2h), the later point first",
+                                "never zeroed, so they pile up⟦; before backward(), set p.grad = 0 for EVERY p in "
+                                "model.parameters()⟧"),
+    "derivative.sign_flipped": "the slope has the wrong sign⟦: it is (f(x + h) - f(x - h)) / (2h), the later point first⟧",
     "derivative.abs": "the slope can be negative: do not take abs() of the difference",
     "derivative.step_too_large": ("close, but not close enough: a central difference with a large step; use the small "
                                   "h you are given (the default h)"),
     "relerr.percent": "the relative error is a fraction, not a percentage: do not multiply by 100",
-    "relerr.sum_scale": "divide by the larger magnitude, max(abs(a), abs(b)), not by their sum",
-    "relerr.mean_scale": "divide by the larger magnitude, max(abs(a), abs(b)), not by their mean",
-    "relerr.floor_one": ("divide by max(abs(a), abs(b)) alone: a floor of 1 turns the error into an absolute one for "
-                         "small numbers"),
+    "relerr.sum_scale": "divide by the larger magnitude⟦, max(abs(a), abs(b))⟧, not by their sum",
+    "relerr.mean_scale": "divide by the larger magnitude⟦, max(abs(a), abs(b))⟧, not by their mean",
+    "relerr.floor_one": ("divide by the larger magnitude alone⟦, max(abs(a), abs(b))⟧: a floor of 1 turns the error "
+                         "into an absolute one for small numbers"),
     "relerr.clipped": "do not clip the error at 1: two numbers of opposite sign are 2 apart, relative to the larger",
     "manual.missing_upstream": ("each gradient is the local derivative TIMES the gradient flowing in from above "
-                                "(the chain rule): e = a * b gives a.grad = b.data * e.grad, not b.data alone"),
+                                "(the chain rule)⟦: e = a * b gives a.grad = b.data * e.grad, not b.data alone⟧"),
     "tanh_bricks.graph_cut": ("x.grad stayed 0 though every brick passes its own check: your composition cuts the "
                               "graph, a brick built from plain numbers (such as Value(math.exp(2 * x.data))); build "
-                              "it with Value operations, such as (2 * x).exp()"),
+                              "it with Value operations⟦, such as (2 * x).exp()⟧"),
     "grads_of.no_backward": ("the leaves' grads stayed 0: call f on the very leaf Values you read, then .backward() on "
                              "its output, before reading each leaf's .grad"),
     # how a failure can have no diagnosis of its own
     "api.missing_attribute": ("a Value must have every attribute of the fixed API, data, grad, _prev, _op and "
                               "_backward (set in __init__); the error above names the one missing"),
     "node.backward_is_none": ("a node's _backward is None: `out._backward = _backward()` CALLS the function and stores "
-                              "what it returns (None); store the function itself, out._backward = _backward"),
+                              "what it returns (None); store the function itself⟦, out._backward = _backward⟧"),
     "common.inplace_returns_none": ("list.reverse(), sort(), append() and extend() change the list in place and "
                                     "return None, and the line above uses that None: call them on a line of their "
-                                    "own, or use reversed(topo) / sorted(...)"),
+                                    "own⟦, or use reversed(topo) / sorted(...)⟧"),
     "common.none_called": ("the line above calls something that is None: a name meant to hold a function holds None "
                            "(assigned the result of a call, `= f()`, where the function itself, `= f`, belongs)"),
-    "grads_of.passes_a_list": ("f takes its inputs as separate arguments, f(a, b): call it f(*leaves), not with the "
-                               "list f(leaves)"),
+    "grads_of.passes_a_list": ("f takes its inputs as separate arguments, f(a, b); this passes the list, f(leaves)⟦: "
+                               "call it f(*leaves)⟧"),
     "common.argument_count": ("a function got another number of arguments than it takes (see the error): a list "
                               "passed where separate arguments belong needs a star, f(*items)"),
     "common.backward_on_number": (".backward() was called on a plain number: call it on the output Value itself "
                                   "(built from Value leaves), never on .data or on a function's float result"),
     "node.number_not_wrapped": ("a plain number reached a Value method where a Value belongs (such as a - 1.5): wrap "
-                                "it first, other = other if isinstance(other, Value) else Value(other)"),
+                                "it first⟦, other = other if isinstance(other, Value) else Value(other)⟧"),
     "common.returns_none": ("it returned None: the `return` line is missing (or returns what an in-place method such "
                             "as list.sort() gives, None)"),
     "rtruediv.number_on_the_left": ("a number on the LEFT of / (such as 2 / x) calls x.__rtruediv__(2), which comes in "
-                                    "the exercise 'number / Value'; until then write x**-1 * 2"),
+                                    "the exercise 'number / Value'⟦; until then write x**-1 * 2⟧"),
     "rsub.number_on_the_left": ("a number on the LEFT of - (such as 1 - x) calls x.__rsub__(1): define __rsub__ "
-                                "(other + (-self)), or write -x + 1"),
+                                "⟦(other + (-self)), ⟧or write -x + 1"),
     "common.unexpected_result": ("your code ran without an error but gave back something of another kind than the "
                                  "check expects (described above)"),
     # a wrong formula recovered from the numbers (the diagnosis shows it beside the right one)
     **{f"{kind}.wrong_slope": (f"the local derivative of {sym} is a slip of the right formula: the diagnosis shows the "
-                               "formula that gives your numbers beside the right one")
-       for kind, sym in (("tanh", "tanh"), ("exp", "exp"), ("pow", "x ** k"))},
+                               "formula that gives your numbers⟦ beside the right one⟧")
+       for kind, sym in (("tanh", "tanh"), ("exp", "exp"), ("pow", "x ** k"), ("mul", "a * b"), ("add", "a + b"))},
     "derivative.wrong_formula": ("numerical_derivative computes a slip of the central difference: the diagnosis shows "
-                                 "the formula that gives your numbers beside the right one"),
-    "relerr.wrong_formula": ("relative_error computes a slip of |a - b| / max(|a|, |b|): the diagnosis shows the formula "
-                             "that gives your numbers beside the right one"),
+                                 "the formula that gives your numbers⟦ beside the right one⟧"),
+    "relerr.wrong_formula": ("relative_error computes a slip of the relative error: the diagnosis shows the formula "
+                             "that gives your numbers⟦ beside the right one⟧"),
+    **{f"{kind}.wrong_formula": (f"{what} computes a slip of the right formula: the diagnosis shows the formula that "
+                                 "gives your numbers⟦ beside the right one⟧")
+       for kind, what in (("neuron", "Neuron(x)"), ("mse", "mse_loss"), ("train", "the update in train"),
+                          ("manual", "a hand-filled grad"))},
     "common.raised": ("your code raised an error while the check ran: the error and the line it names are above; run "
                       "the reproduce lines to see it yourself"),
     "common.timeout": "your code did not finish in time: look for a loop that never ends",
-    "common.endless_recursion": ("a method calls itself without end (such as __radd__ returning other + self, which "
-                                 "calls __radd__ again): call the operation the other way round, self + other"),
+    "common.endless_recursion": ("a method calls itself without end, directly or through the others in the cycle "
+                                 "named above: one of them must compute its result from operations that do not lead "
+                                 "back into the cycle"),
+    "reflected.calls_itself": ("a number on the left of + or * calls the Value's reflected method (2 + a calls "
+                               "a.__radd__(2)); inside it, `other + self` or `other * self` puts the number on the left "
+                               "again, which calls the same method again, without end: inside it, the Value must "
+                               "come first (+ and * give the same result either way round)"),
+    "reflected.calls_itself_ordered": ("a number on the left of - or / calls the Value's reflected method (2 - a calls "
+                                       "a.__rsub__(2)); inside it, `other - self` or `other / self` puts the number on "
+                                       "the left again, which calls the same method again, without end; and - and / "
+                                       "change their result when turned round, so `self - other` is not the answer "
+                                       "either: build the result from operations with a Value on the left"),
     "common.leftover_raise": ("your code is there, but the stub's `raise NotImplementedError()` line below it is still "
                               "there and stops it: delete that line"),
     MALFORMED_OBSERVATION: (
@@ -300,7 +391,7 @@ PROBE_ERRORS: dict[str, str] = {
     "raised": "{exception}{at}",
     "raised_base": "learner code raised {exception}{at}",
     "not_implemented": "NotImplementedError raised{at}",
-    "recursion": "RecursionError{at}: the graph is only a few hundred nodes deep, so a method calls itself without end",
+    "recursion": "RecursionError{at}: {cycle}, without end",  # cycle: named by cycle_text, from the probe's names
     "exit": "learner code called sys.exit(){at}",
     "timeout": "did not finish within {seconds} s (an infinite loop?)",
     # it ran, but handed back something the probe cannot read
@@ -339,7 +430,20 @@ def probe_error(reported: dict) -> str:
     fields = reported.get("fields") or {}
     if not isinstance(fields, dict) or not all(isinstance(v, str) for v in fields.values()):
         raise TypeError("the facts of an error are not plain strings")
+    if reported["error"] == "recursion":
+        names = fields["cycle"].split(" > ") if fields.get("cycle") else []
+        fields = {**fields, "cycle": cycle_text(names) if names else
+                  "the graph is only a few hundred nodes deep, so a method calls itself"}
     return PROBE_ERRORS[reported["error"]].format_map(fields)
+
+
+def cycle_text(names: Sequence[str]) -> str:
+    """`__rsub__ calls itself` or `__neg__ calls __rsub__, which calls __neg__ again`."""
+    names = [n.rsplit(".", 1)[-1] if ".<locals>." not in n else n for n in names]
+    if len(names) == 1:
+        return f"{names[0]} calls itself"
+    steps = ", which calls ".join(names[1:])
+    return f"{names[0]} calls {steps}, which calls {names[0]} again"
 
 
 # Errors of learner code recognised from their text and, where given, the text of the learner's line that raised:
@@ -347,6 +451,11 @@ def probe_error(reported: dict) -> str:
 # error and the line show.
 ERROR_MISCONCEPTIONS: tuple[tuple[str, str | None, str], ...] = (
     (r"did not finish within", None, "common.timeout"),
+    (r"^ZeroDivisionError", r"/\s*\(?\s*[\w.]*\.data\b", "node.divides_by_data"),
+    (r"^RecursionError in (?:\w+\.)?__r(add|mul)__: __r\1__ calls itself", r"\bother\s*[+*]\s*self\b",
+     "reflected.calls_itself"),
+    (r"^RecursionError in (?:\w+\.)?__r(sub|truediv)__: __r\1__ calls itself", r"\bother\s*[-/]\s*self\b",
+     "reflected.calls_itself_ordered"),
     (r"^RecursionError", None, "common.endless_recursion"),
     (r"__repr__ returned non-string \(type NoneType\)", None, "repr.prints_instead_of_returning"),
     (r"'Value' object has no attribute '(data|grad|_prev|_op|_backward)'", None, "api.missing_attribute"),
@@ -363,13 +472,20 @@ ERROR_MISCONCEPTIONS: tuple[tuple[str, str | None, str], ...] = (
     (r"'(float|int)' object has no attribute 'backward'", None, "common.backward_on_number"),
     (r"'(float|int)' object has no attribute '(data|grad|_prev|_backward)'", None, "node.number_not_wrapped"),
     (r"(gave|returned) a NoneType", None, "common.returns_none"),
-    (r"'Value' object is not (subscriptable|iterable)", None, "common.value_for_list"),
+    (r"'Value' object is not iterable", r"\b_children\b|\b_prev\b", "node.children_not_a_collection"),
+    (r"'Value' object is not (subscriptable|iterable) in (\w+\.)?(Neuron|Layer|MLP|mse_loss|train)\b", None,
+     "common.value_for_list"),
+    (r"'Value' object is not (subscriptable|iterable)", None, "common.value_iterated"),
     (r"grads_of\(\.\.\.\)\[\d+\] is a Value\b", None, "grads_of.returns_values"),
     (r"'NoneType' object is not (iterable|reversible)", None, "common.none_iterated"),
     (r"returned a (float|int) \(.*expected a Value", None, "common.float_for_value"),
     (r"gave a (float|int)\b.*not a Value", None, "node.returns_float"),
     (r"a child in some node's _prev is a (float|int)\b", None, "node.wrong_children"),
     (r"^Layer\(\d+, \d+\)\(x\) returned <", None, "layer.returns_one_output"),
+    (r"unsupported operand type\(s\) for [-+*/]: '(int|float)' and 'Value'",
+     r"\.data\s*[-+*/]\s*[A-Za-z_]\w*\b(?!\s*[.(\[])", "node.data_and_value_mixed"),
+    (r"unsupported operand type\(s\) for \+=: '(int|float)' and 'Value'", r"\.grad\s*\+=", "node.value_added_to_grad"),
+    (r"^a recorded loss is a Value\b", None, "train.records_values"),
     (r"unsupported operand type\(s\) for /: '(int|float)' and 'Value'", None, "rtruediv.number_on_the_left"),
     (r"unsupported operand type\(s\) for -: '(int|float)' and 'Value'", None, "rsub.number_on_the_left"),
     (r"unsupported operand type\(s\) for [+*]: '(int|float)' and 'Value'", None, "node.number_on_the_left"),
@@ -432,7 +548,7 @@ def hint(misconception: str | None, name: str = "") -> str:
     """The sentence for a misconception id, with `{name}` filled in ('' for None)."""
     if not misconception:
         return ""
-    return MISCONCEPTIONS[misconception].replace("{name}", name or "a node")
+    return at_level(MISCONCEPTIONS[misconception]).replace("{name}", name or "a node")
 
 
 def hint_line(misconception: str | None, name: str = "") -> str:
@@ -459,14 +575,14 @@ def replace_hint(message: str, misconception: str, name: str = "") -> str:
                   flags=re.S)
 
 
-RECOVERED = "your {what} is `{got}`; it should be `{want}`{where}"
+RECOVERED = "your {what} is `{got}`⟦; it should be `{want}`⟧{where}"
 
 
 def recovered_line(recovered: dict[str, str]) -> str:
     """`\n  hint: your local slope is `1 - x**2`; it should be `1 - t**2`, where t is the output ...`."""
     where = f", where {recovered['where']}" if recovered.get("where") else ""
-    return "\n  hint: " + RECOVERED.format(what=recovered["what"], got=recovered["got"], want=recovered["want"],
-                                          where=where)
+    return "\n  hint: " + at_level(RECOVERED).format(what=recovered["what"], got=recovered["got"],
+                                                    want=recovered["want"], where=where)
 
 
 REPRO_MARK = "\n  reproduce:\n"
@@ -508,11 +624,11 @@ MANUAL_NOT_DONE = ("not done yet: every .grad is still 0, as Value(...) left it:
                    "(dL/dL) back to a.grad and b.grad")
 MANUAL_RULES = {
     "L": "dL/dL is 1",
-    "d": "L = d * f, so dL/dd is f.data (`*` swaps)",
-    "f": "L = d * f, so dL/df is d.data (`*` swaps)",
-    "c": "d = e + c: `+` routes d's gradient unchanged, so c.grad = d.grad",
-    "e": "d = e + c: `+` routes d's gradient unchanged, so e.grad = d.grad",
-    "a": "e = a * b: a.grad = b.data * e.grad (`*` swaps, times the gradient flowing in)",
-    "b": "e = a * b: b.grad = a.data * e.grad (`*` swaps, times the gradient flowing in)",
+    "d": "L = d * f: `*` swaps, so dL/dd is the other factor's data⟦, f.data⟧",
+    "f": "L = d * f: `*` swaps, so dL/df is the other factor's data⟦, d.data⟧",
+    "c": "d = e + c: `+` routes d's gradient unchanged⟦, so c.grad = d.grad⟧",
+    "e": "d = e + c: `+` routes d's gradient unchanged⟦, so e.grad = d.grad⟧",
+    "a": "e = a * b: `*` swaps, times the gradient flowing in⟦, so a.grad = b.data * e.grad⟧",
+    "b": "e = a * b: `*` swaps, times the gradient flowing in⟦, so b.grad = a.data * e.grad⟧",
 }
 LOSS_DID_NOT_FALL = "the loss did not fall"

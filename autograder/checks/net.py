@@ -7,7 +7,8 @@ from collections.abc import Callable, Sequence
 
 from ..settings import Tolerance
 from ..truth import net as nref
-from ..truth.numeric import grad_close, value_close
+from ..truth.numeric import central_difference, grad_close, value_close
+from ..truth.slips import Space, Vec, equal_on, evaluate, recover
 from . import messages as msg
 from .base import ERROR, Case, Check, Failure, Observation
 from .common import judge_by_probe, register
@@ -51,6 +52,11 @@ def judge_init(case: Case, obs: Observation, tol: Tolerance) -> Failure | None:
         return None  # the parameter count is judged with the outputs, which say more
     weights = [d[:nin] for d in draws]
     first = weights[0]
+    distinct = obs.get("distinct") or []
+    if distinct and distinct[0] < len(draws[0]):
+        return Failure(f"Neuron.__init__: {call} lists {len(draws[0])} parameters but only {distinct[0]} distinct "
+                       f"Value objects (the weights read {msg.fmt(first)})", "neuron.shared_weight", method="Neuron",
+                       repro=_init_repro(nin))
     if len(set(first)) < nin:
         return Failure(f"Neuron.__init__: the starting weights of {call}: expected {nin} different random numbers, "
                        f"got {msg.fmt(first)}", "neuron.zero_init", method="Neuron", repro=_init_repro(nin))
@@ -192,10 +198,15 @@ def judge_forward(kind: str) -> Callable[[Case, Observation, Tolerance], Failure
             elif kind == "MLP" and len(nouts) > 1 and all(value_close(g, w, 1e-9)
                                                           for g, w in zip(got, _last_layer_on_input(weights, nouts, x))):
                 mis = "mlp.layers_not_chained"
+            order = None if mis else _order_failure(kind, case, obs)
+            if order:
+                return order
+            recovered = _recover_neuron(case, obs) if mis is None and kind == "Neuron" else None
             show = "model(x).data" if kind != "Layer" or nouts[0] == 1 else "[o.data for o in model(x)]"
             repro = net_repro(call, weights, f"x = {x!r}", f"print({show})  # expected {msg.fmt(want)}")
             return Failure(f"{call}(x) at x = {x} with weights set through parameters(): expected {msg.fmt(want)}, "
-                           f"got {msg.fmt(got)}", mis, repro=repro)
+                           f"got {msg.fmt(got)}", "neuron.wrong_formula" if recovered else mis, repro=repro,
+                           recovered=recovered)
         first = "[0]" if kind == "Layer" and nouts[0] > 1 else ""
         if obs["reach"] < len(weights):  # a Layer's outputs reach their own neuron's parameters each
             return Failure(f"{call}(x): expected the output's graph to reach all {len(weights)} parameters through "
@@ -205,6 +216,63 @@ def judge_forward(kind: str) -> Callable[[Case, Observation, Tolerance], Failure
         return None
 
     return judge
+
+
+def _spec_roles(nin: int, nouts: Sequence[int]) -> list[tuple[int, int, int]]:
+    """[layer, neuron, position] of every parameter in the spec's order: layer by layer, neuron by neuron, weights
+    (positions 0, 1, ...) then the bias (-1)."""
+    sizes = [nin, *nouts]
+    return [(li, ni, k) for li, n in enumerate(nouts) for ni in range(n) for k in (*range(sizes[li]), -1)]
+
+
+def _role_text(role: Sequence[int], layered: bool) -> str:
+    li, ni, k = role
+    what = "the bias" if k < 0 else f"weight {k}"
+    return f"{what} of neuron {ni}" + (f" of layer {li}" if layered else "")
+
+
+def _order_failure(kind: str, case: Case, obs: Observation) -> Failure | None:
+    """parameters() lists the model's own Values in another order than the spec's, and that order explains the
+    outputs: each weight set through parameters() landed elsewhere (read from where the model holds each Value)."""
+    nin, nouts, weights = case["nin"], case["nouts"], case["weights"]
+    got_roles = [tuple(r) for r in obs.get("roles") or []]
+    spec = _spec_roles(nin, nouts)
+    if sorted(got_roles) != sorted(spec) or got_roles == spec:
+        return None
+    index = {role: i for i, role in enumerate(spec)}
+    placed = [0.0] * len(spec)
+    for w, role in zip(weights, got_roles):
+        placed[index[role]] = w
+    if not all(all(value_close(g, w, 1e-9) for g, w in zip(got, nref.forward(placed, nin, nouts, x)))
+               for x, got in zip(case["xs"], obs["outputs"])):
+        return None
+    first = next(i for i, (a, b) in enumerate(zip(got_roles, spec)) if a != b)
+    layered = kind == "MLP"
+    return Failure(f"{kind}.parameters(): {_call(kind, nin, nouts)}.parameters() lists {_role_text(got_roles[first], layered)} "
+                   f"at position {first}, where the spec has {_role_text(spec[first], layered)} (each neuron's weights, "
+                   "then its bias, neuron by neuron, layer by layer); setting the weights through it explains every "
+                   "output", "net.parameters_order", method=kind,
+                   repro=msg.repro_lines([f"print(len({_call(kind, nin, nouts)}.parameters()))"]))
+
+
+NEURON = Space("tanh(dot(w, x) + b)", ("w", "x", "b"), ("tanh",),
+               (("w", -0.6, 0.6, 3), ("x", -1.0, 1.0, 3), ("b", -0.6, 0.6)),
+               where="dot(w, x) is w0*x0 + w1*x1 + ..., b the bias")
+
+
+def _recover_neuron(case: Case, obs: Observation) -> dict[str, str] | None:
+    """The one slip of tanh(w . x + b) that gives every output the learner's Neuron gave (weights set through
+    parameters(), in the spec's order)."""
+    nin, weights = case["nin"], case["weights"]
+    w, b = Vec(weights[:nin]), weights[nin]
+    points = [({"w": w, "x": Vec(x), "b": b}, got[0]) for x, got in zip(case["xs"], obs["outputs"]) if got]
+
+    def matches(text: str) -> bool:
+        values = [evaluate(text, env) for env, _ in points]
+        return bool(points) and all(v is not None and value_close(g, v, 1e-9) for v, (_, g) in zip(values, points))
+
+    found = recover(NEURON.formula, NEURON.candidates(), matches, NEURON.where, equal_on(NEURON, {}))
+    return {"what": "Neuron(x)", "got": found.got, "want": found.want, "where": found.where} if found else None
 
 
 def net_during(case: Case) -> str:
@@ -278,7 +346,10 @@ def judge_loss(case: Case, obs: Observation, tol: Tolerance) -> Failure | None:
                 mis, count = "mse.fixed_count", k
         repro = net_repro(f"MLP({nin}, {nouts})", weights, *setup, f"print(loss.data)  # expected {want:.10g}")
         divided = f" (the sum of squared errors divided by {count}, for {len(xs)} examples)" if count else ""
-        return Failure(f"{where}: expected {want:.10g}, got {obs['data']:.10g}{divided}", mis, repro=repro)
+        preds = [nref.forward(weights, nin, nouts, x)[0] for x in xs]
+        recovered = None if mis else _recover_loss(preds, ys, obs["data"])
+        return Failure(f"{where}: expected {want:.10g}, got {obs['data']:.10g}{divided}",
+                       "mse.wrong_formula" if recovered else mis, repro=repro, recovered=recovered)
     est = nref.mse_gradient(weights, nin, nouts, xs, ys)
     for i, (g, e) in enumerate(zip(obs["grads"], est)):
         if not grad_close(g, e.value, want, tol.rtol, tol.atol):
@@ -287,6 +358,22 @@ def judge_loss(case: Case, obs: Observation, tol: Tolerance) -> Failure | None:
             return Failure(f"gradient of parameter {i} (of {len(weights)}, in parameters() order) after "
                            f"{where}.backward(): expected {e.value:.10g} (numerical), got {g:.10g}", repro=repro)
     return None
+
+
+MSE = Space("sum((p - y) ** 2) / n", ("p", "y", "n"), (), (("p", -1.0, 1.0, 4), ("y", -1.0, 1.0, 4), ("n", 4.0, 4.0)),
+            where="p holds model(x) for each example, y the targets, n how many examples")
+
+
+def _recover_loss(preds: Sequence[float], ys: Sequence[float], got: float) -> dict[str, str] | None:
+    """The one slip of the mean squared error that gives the learner's loss on this data set."""
+    env = {"p": Vec(preds), "y": Vec(ys), "n": float(len(ys))}
+
+    def matches(text: str) -> bool:
+        v = evaluate(text, env)
+        return v is not None and value_close(got, v, 1e-9)
+
+    found = recover(MSE.formula, MSE.candidates(), matches, MSE.where, equal_on(MSE, {}))
+    return {"what": "mse_loss", "got": found.got, "want": found.want, "where": found.where} if found else None
 
 
 def loss_during(case: Case) -> str:
@@ -364,8 +451,55 @@ def judge_train(case: Case, obs: Observation, tol: Tolerance) -> Failure | None:
     if len(got) != len(want):
         mis = "train.steps_off_by_one" if abs(len(got) - len(want)) == 1 else "train.ignores_steps"
         return Failure(f"{where} returned {len(got)} losses, expected one per step ({len(want)})", mis, repro=repro)
+    recovered = _recover_update(args, got) if mis is None and first_same and len(got) > 1 else None
     return Failure(f"{where}: expected losses {msg.fmt(want)} (plain gradient descent from the same weights), "
-                   f"got {msg.fmt(got)}", mis, repro=repro)
+                   f"got {msg.fmt(got)}", "train.wrong_formula" if recovered else mis, repro=repro, recovered=recovered)
+
+
+UPDATE = Space("p - lr * g", ("p", "g", "lr", "L"), (), (("p", -0.6, 0.6), ("g", -1.0, 1.0), ("lr", 0.05, 0.15),
+                                                          ("L", 0.2, 1.5)),
+               where="p is p.data, g is p.grad, lr the step size and L the loss before the step")
+
+
+def _descend_with(args: dict, update: str) -> list[float] | None:
+    """The losses gradient descent records when each parameter moves to `update` (one central difference per
+    parameter for the gradient, as descend(quick=True))."""
+    nin, nouts, xs, ys, lr = args["nin"], args["nouts"], args["xs"], args["ys"], args["lr"]
+    w, losses = list(args["weights"]), []
+
+    def loss(*p: float) -> float:
+        return nref.mse(p, nin, nouts, xs, ys)
+
+    for _ in range(args["steps"]):
+        current = loss(*w)
+        losses.append(current)
+        g = [central_difference(loss, w, i, 1e-6 * max(1.0, abs(wi))) for i, wi in enumerate(w)]
+        moved = [evaluate(update, {"p": p, "g": gi, "lr": lr, "L": current}) for p, gi in zip(w, g)]
+        if any(m is None for m in moved):
+            return None
+        w = moved  # type: ignore[assignment]
+    return losses
+
+
+def _recover_update(args: dict, got: Sequence[float]) -> dict[str, str] | None:
+    """The one slip of the update p.data -= lr * p.grad that gives the learner's recorded losses: candidates are
+    told apart by the second loss (one step each), and the one left must give every loss."""
+    nin, nouts, xs, ys, lr = args["nin"], args["nouts"], args["xs"], args["ys"], args["lr"]
+    w0 = list(args["weights"])
+    first = nref.mse(w0, nin, nouts, xs, ys)
+    g0 = [e.value for e in nref.mse_gradient(w0, nin, nouts, xs, ys)]
+
+    def second(text: str) -> bool:
+        w1 = [evaluate(text, {"p": p, "g": g, "lr": lr, "L": first}) for p, g in zip(w0, g0)]
+        return all(v is not None for v in w1) and grad_close(got[1], nref.mse(w1, nin, nouts, xs, ys), got[1], 1e-6, 1e-9)
+
+    found = recover(UPDATE.formula, UPDATE.candidates(), second, UPDATE.where, equal_on(UPDATE, {}))
+    if found is None:
+        return None
+    again = _descend_with(args, found.got)
+    if again is None or not all(grad_close(a, b, b, 1e-6, 1e-9) for a, b in zip(got, again)):
+        return None
+    return {"what": "update of each p.data", "got": found.got, "want": found.want, "where": found.where}
 
 
 # train is given the grader's MLP, and the mse_loss it calls is the grader's (probes/scaffold.py)

@@ -42,9 +42,15 @@ def needs_source() -> str:
             return line
         return f'    "{check.name}": (\n' + "".join(f"        {n},\n" for n in names) + "    ),\n"
 
-    return ('"""What each check needs defined before its probes run, by check name (the probe side\'s `missing`).\n\n'
+    def companions(check: Check) -> str:
+        names = [json.dumps(t) for t in check.companions]
+        return f'    "{check.name}": ({", ".join(names)}{"," if len(names) == 1 else ""}),\n'
+
+    return ('"""What each check needs defined before its probes run, by check name (the probe side\'s `missing`), and\n'
+            "the other methods of its exercise kept as the learner's while it runs, when defined (`COMPANIONS`).\n\n"
             "Written by `python -m autograder.checks` from each check's declared targets: do not edit.\n"
-            '"""\n\nNEEDS: dict[str, tuple[str, ...]] = {\n' + "".join(row(c) for c in CHECKS) + "}\n")
+            '"""\n\nNEEDS: dict[str, tuple[str, ...]] = {\n' + "".join(row(c) for c in CHECKS) + "}\n"
+            "\nCOMPANIONS: dict[str, tuple[str, ...]] = {\n" + "".join(companions(c) for c in CHECKS if c.companions) + "}\n")
 
 
 def main() -> int:

@@ -122,8 +122,11 @@ def _recovered_everywhere(check: Check, failure: Failure, rest: Sequence[Case], 
     """The failure, its recovered formula kept only when the remaining cases recover the very same one (a formula
     shown must give the learner's numbers on every case); otherwise the hand-written fallback says what is known."""
     for case in rest:
-        other = verdict(check, case, prober.observe(check.name, case), tolerance)
-        if other is None or other.recovered != failure.recovered:
+        obs = prober.observe(check.name, case)
+        other = verdict(check, case, obs, tolerance)
+        if other is not None and other.recovered == failure.recovered:
+            continue
+        if check.fits is None or not isinstance(obs, dict) or "error" in obs or not check.fits(case, obs, failure.recovered):
             return dataclasses.replace(failure, recovered=None, misconception=None)
     return failure
 

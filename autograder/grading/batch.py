@@ -23,7 +23,7 @@ from nbgrader.api import Gradebook
 from nbgrader.coursedir import CourseDirectory
 from traitlets.config import Config
 
-from ..settings import BatchGrading, Limits, Tolerance
+from ..settings import BatchGrading, Hints, Limits, Tolerance
 from . import class_report, sandbox
 from .executors import LocalPool
 from .formgrader import autograded_untouched
@@ -121,14 +121,18 @@ class Options:
     clock: Clock | None = None  # told the time of every step, from any thread (benchmarks/profile_grade.py)
 
 
-def settings_text(limits: Limits, tolerance: Tolerance, unsafe_no_sandbox: bool = False) -> str:
-    """The grading settings that can change a grade, as stable text for the fingerprint."""
+def settings_text(limits: Limits, tolerance: Tolerance, unsafe_no_sandbox: bool = False,
+                  hints: str = Hints.level.default_value) -> str:
+    """The grading settings that can change a grade (or, the hint level, its feedback), as stable text for the
+    fingerprint."""
     keys = {"limits": ["check_timeout", "cell_timeout", "notebook_timeout", "memory_mb", "output_bytes", "notebook_mb",
                           "notebook_output_bytes"],
             "tolerance": ["rtol", "atol", "forward_rtol"]}
     values = {k: [getattr(limits if k == "limits" else tolerance, n) for n in names] for k, names in keys.items()}
     if unsafe_no_sandbox:  # a grade earned outside the sandbox is regraded once the sandbox is back
         values["unsafe_no_sandbox"] = [True]
+    if hints != Hints.level.default_value:  # feedback written at another level is written again (the default's
+        values["hints"] = [hints]  # fingerprint is the one it always was)
     return json.dumps(values, sort_keys=True)
 
 
@@ -180,7 +184,8 @@ def grade(options: Options, course: Course, limits: Limits, tolerance: Tolerance
           cluster: Connection | None) -> list[Row]:
     """Under the course lock: find what needs grading, grade it (locally or on `cluster`), store it, finish."""
     spec = load_assignment(course.coursedir.db_url, options.assignment)
-    settings = settings_text(limits, tolerance, options.unsafe_no_sandbox)
+    hints = Hints(config=options.config).level
+    settings = settings_text(limits, tolerance, options.unsafe_no_sandbox, hints)
     secret = course_secret(course.root)
     journal = Journal(course.root, secret)
     rows: list[Row] = []
@@ -209,7 +214,7 @@ def grade(options: Options, course: Course, limits: Limits, tolerance: Tolerance
     if not options.cluster:
         sandbox.MODE.ready()  # the reading above overlapped the sandbox's start; the gradebook is written only now
     register_students(course.coursedir.db_url, course.coursedir.course_id, [t.item.student for t in todo])
-    shared = Shared(spec.notebooks, limits, tolerance, secret, options.clock)
+    shared = Shared(spec.notebooks, limits, tolerance, secret, options.clock, hints)
     writer = Writer(course.coursedir.db_url, course.coursedir.course_id, options.assignment, spec,
                     Paths(lambda student: course.autograded(student, options.assignment),
                           course.release(options.assignment)), journal, options.clock)

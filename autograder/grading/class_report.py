@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from ..checks.messages import METHOD_OF, MISCONCEPTIONS
+from ..checks.messages import METHOD_OF, MISCONCEPTIONS, at_level
 
 REPORT_DIR = "reports"
 
@@ -54,7 +54,8 @@ def common_misconceptions(rows: Sequence[NotebookResult]) -> list[Misconception]
             students[m].add(r.student)
             notebooks[m].add(r.notebook)
     ranked = sorted(students, key=lambda m: (-len(students[m]), m))
-    return [Misconception(m, MISCONCEPTIONS.get(m, "").replace("{name}", "a node"),
+    # the instructor's report: each sentence whole, its solution part included (messages.at_level)
+    return [Misconception(m, at_level(MISCONCEPTIONS.get(m, ""), "solution").replace("{name}", "a node"),
                           METHOD_OF.get(m.split(".")[0], m.split(".")[0]),
                           tuple(sorted(students[m])), tuple(sorted(notebooks[m]))) for m in ranked]
 

@@ -22,6 +22,7 @@ from typing import Any
 import nbformat
 from nbformat import NotebookNode
 
+from ..checks.messages import hint_level
 from ..settings import Limits, Tolerance
 from . import runner, sandbox
 from .judge import stopped_output
@@ -45,6 +46,7 @@ class Shared:
     tolerance: Tolerance
     secret: bytes | None = None  # the course's: draws the hidden checks' inputs
     clock: Clock | None = field(default=None, compare=False)  # told each step's time, from any thread
+    hints: str = "misconception"  # settings.Hints.level: what a diagnosis in the feedback may show
 
     def others(self, notebook: str) -> dict[str, str]:
         """grade_id -> notebook, for the cells of the assignment's other notebooks (sanitize names a moved cell)."""
@@ -54,10 +56,11 @@ class Shared:
         # the settings as plain values: the course's config (a database password, say) never travels; nor the clock
         plain = {name: getattr(self.limits, name) for name in self.limits.trait_names(config=True)}
         tol = {name: getattr(self.tolerance, name) for name in self.tolerance.trait_names(config=True)}
-        return {"notebooks": self.notebooks, "limits": plain, "tolerance": tol, "secret": self.secret}
+        return {"notebooks": self.notebooks, "limits": plain, "tolerance": tol, "secret": self.secret,
+                "hints": self.hints}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.notebooks, self.secret, self.clock = state["notebooks"], state["secret"], None
+        self.notebooks, self.secret, self.clock, self.hints = state["notebooks"], state["secret"], None, state["hints"]
         self.limits, self.tolerance = Limits(**state["limits"]), Tolerance(**state["tolerance"])
 
 
@@ -100,9 +103,10 @@ def execute_and_judge(work: Work, shared: Shared) -> None:
     """Run the cells in a sandboxed worker; judge each grade cell here, outside the sandbox; score as nbgrader does."""
     assert work.sanitized is not None and work.prepared is not None
     clock, name = shared.clock, work.item.notebook
-    work.graded = runner.execute(work.sanitized, shared.notebooks[name], shared.limits, shared.tolerance,
-                                 work.prepared.files, shared.secret,
-                                 None if clock is None else lambda stage, seconds: clock(name, stage, seconds))
+    with hint_level(shared.hints):  # the grade cells are judged in this thread, inside runner.execute
+        work.graded = runner.execute(work.sanitized, shared.notebooks[name], shared.limits, shared.tolerance,
+                                     work.prepared.files, shared.secret,
+                                     None if clock is None else lambda stage, seconds: clock(name, stage, seconds))
 
 
 def mark_not_run(work: Work, shared: Shared) -> None:

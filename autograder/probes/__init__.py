@@ -30,7 +30,7 @@ from typing import Any
 
 from . import engine, exercises, graphs, net
 from .graphs import EXPRESSION_FILE
-from .needs import NEEDS
+from .needs import COMPANIONS, NEEDS
 from .safe import LearnerError, captured_output, describe, time_limit
 from .scaffold import scaffolded
 
@@ -45,6 +45,8 @@ PROBES: dict[str, Probe] = {
     "expression": engine.probe_expression,
     "node": engine.probe_node,
     "backward": engine.probe_backward,
+    "backward_again": engine.probe_backward_again,
+    "again": engine.probe_again,
     "ladder": engine.probe_ladder,
     "seed": engine.probe_seed,
     "twins": engine.probe_twins,
@@ -82,6 +84,11 @@ def is_defined(ns: Mapping[str, Any], target: str) -> bool:
 def missing(check_name: str, ns: Mapping[str, Any]) -> list[str]:
     """The targets check `check_name` needs that the namespace lacks."""
     return [t for t in NEEDS[check_name] if not is_defined(ns, t)]
+
+
+def kept(check_name: str, ns: Mapping[str, Any]) -> tuple[str, ...]:
+    """The learner's own functions while the check runs: its targets, and the companions the namespace defines."""
+    return (*NEEDS.get(check_name, ()), *(t for t in COMPANIONS.get(check_name, ()) if is_defined(ns, t)))
 
 
 def _learner_frames(tb: Any) -> list[Any]:
@@ -150,12 +157,28 @@ def _error(exc: BaseException) -> dict[str, Any]:
         obs.update(status="failed" if leftover else "not_implemented", leftover_raise=leftover, error="not_implemented")
     elif isinstance(exc, RecursionError):
         obs["error"] = "recursion"
+        cycle = _cycle([_name(f) for f in frames])
+        if cycle:
+            obs["fields"]["cycle"] = " > ".join(cycle)[:400]
     elif isinstance(exc, SystemExit):
         obs["error"] = "exit"
     else:
         obs["error"] = "raised" if isinstance(exc, Exception) else "raised_base"
         obs["fields"]["exception"] = describe(exc)[:2000]
     return obs
+
+
+def _cycle(names: list[str], longest: int = 6) -> list[str]:
+    """The learner functions that call each other without end, in call order from the first of them to be called:
+    the shortest run of names that repeats three times at the deep end of the traceback ([] if none does)."""
+    for p in range(1, longest + 1):
+        tail = names[-3 * p:]
+        if len(tail) == 3 * p and tail[:p] == tail[p:2 * p] == tail[2 * p:]:
+            cycle = tail[-p:]
+            first = next(n for n in names if n in cycle)  # where the walk entered the cycle
+            k = cycle.index(first)
+            return cycle[k:] + cycle[:k]
+    return []
 
 
 def observe(check_name: str, ns: Mapping[str, Any], case: dict[str, Any], check_timeout: float) -> dict[str, Any]:
@@ -168,7 +191,7 @@ def observe(check_name: str, ns: Mapping[str, Any], case: dict[str, Any], check_
     try:
         # the scaffolding goes in before the time limit starts and out after it stopped: an alarm never lands in
         # the middle of putting the learner's methods back
-        with captured_output(), scaffolded(ns, NEEDS.get(check_name, ())) as view, time_limit(check_timeout):
+        with captured_output(), scaffolded(ns, kept(check_name, ns)) as view, time_limit(check_timeout):
             return probe(view, case)
     except LearnerError as exc:  # nothing raised: a result misread
         return {**exc.as_data(), "status": "error", "where": "", "raised": False}

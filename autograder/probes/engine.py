@@ -137,6 +137,65 @@ def probe_backward(ns: Namespace, case: Case) -> Observation:
                       for i, n in enumerate(nodes)]}
 
 
+def probe_again(ns: Namespace, case: Case) -> Observation:
+    """Two graphs over the same leaves, backward() on each in turn: the first (`out1` in the source), then the
+    second (`out`); between the calls the grads are zeroed as a training loop does (the leaves', or with
+    `zero: "all"` every node of the first graph, when the second reuses one of its nodes). Both graphs stay alive."""
+    value = ns["Value"]
+    params = case["params"]
+    leaves = [value(x) for x in case["inputs"]]
+    first, out = compile_expression(params, case["source"] + "\nout = (out1, out)", value)(*leaves)
+    for o in (first, out):
+        if not hasattr(o, "data"):
+            raise LearnerError("expression_not_a_value", line=case["source"].splitlines()[-1], kind=type(o).__name__,
+                               shown=short_repr(o))
+    first.backward()
+    nodes = walk_graph(first, 10_000)[0] if case.get("zero") == "all" else leaves
+    for node in nodes:
+        node.grad = 0.0
+    out.backward()
+    return {"data": read_number(out.data, "out.data"), "root_grad": read_number(out.grad, "out.grad after backward()"),
+            "grads": [read_number(leaf.grad, f"{p}.grad") for p, leaf in zip(params, leaves)]}
+
+
+def probe_backward_again(ns: Namespace, case: Case) -> Observation:
+    """backward() called on two graphs in turn, with the grader's own recording `_backward`s (as in probe_backward):
+    nodes are listed children first, `edges` hold [parent, child, weight] and `roots` the two roots; between the calls
+    the grads of the nodes in `zero` are set to 0. Which nodes' _backward each call ran, by index."""
+    value = ns["Value"]
+    kids: dict[int, list[int]] = {}
+    for p, c, _ in case["edges"]:
+        kids.setdefault(p, []).append(c)
+    nodes: list[Any] = []
+    for i, x in enumerate(case["data"]):
+        nodes.append(make_node(value, x, [nodes[c] for c in kids.get(i, [])], "rec"))
+    weights = {(p, c): w for p, c, w in case["edges"]}
+    calls: list[list[int]] = [[], []]
+    phase = [0]
+
+    def recorder(i: int) -> Callable[[], None]:
+        def _backward() -> None:
+            if len(calls[phase[0]]) < 1000:
+                calls[phase[0]].append(i)
+            for c in kids.get(i, []):
+                nodes[c].grad = nodes[c].grad + weights[(i, c)] * nodes[i].grad
+
+        return _backward
+
+    for i, node in enumerate(nodes):
+        try:
+            node._backward = recorder(i)
+        except (AttributeError, TypeError) as exc:
+            raise LearnerError("backward_not_assignable", error=describe(exc)) from None
+    first, second = case["roots"]
+    nodes[first].backward()
+    for i in case["zero"]:
+        nodes[i].grad = 0.0
+    phase[0] = 1
+    nodes[second].backward()
+    return {"calls": calls, "grads": [read_number(n.grad, f"the grad of node {i}") for i, n in enumerate(nodes)]}
+
+
 LADDER_RUNGS = 12
 
 

@@ -16,9 +16,20 @@ FUNCTIONS = {"poly": lambda x: 3 * x**2 - 4 * x + 5, "sin": math.sin, "exp": mat
 
 
 def probe_derivative(ns: Namespace, case: Case) -> Observation:
-    """The learner's numerical_derivative on known functions."""
+    """The learner's numerical_derivative on known functions; and, where the case asks, at a wide step `h` passed
+    by keyword (formulas that agree at a tiny step differ there; None where that call fails: evidence, not a verdict)."""
     d = ns["numerical_derivative"]
-    return {"values": [read_number(d(FUNCTIONS[k], x), f"numerical_derivative({k}, {x})") for k, x in case["points"]]}
+    obs: Observation = {"values": [read_number(d(FUNCTIONS[k], x), f"numerical_derivative({k}, {x})")
+                                   for k, x in case["points"]]}
+    if case.get("wide"):
+        wide: list[float | None] = []
+        for k, x in case["points"]:
+            try:
+                wide.append(read_number(d(FUNCTIONS[k], x, h=case["wide"]), "numerical_derivative at a wide step"))
+            except Exception:
+                wide.append(None)
+        obs["wide"] = wide
+    return obs
 
 
 def probe_relative_error(ns: Namespace, case: Case) -> Observation:

@@ -1,4 +1,5 @@
-"""What each check needs defined before its probes run, by check name (the probe side's `missing`).
+"""What each check needs defined before its probes run, by check name (the probe side's `missing`), and
+the other methods of its exercise kept as the learner's while it runs, when defined (`COMPANIONS`).
 
 Written by `python -m autograder.checks` from each check's declared targets: do not edit.
 """
@@ -41,4 +42,9 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "mlp_forward": ("MLP",),
     "mse_loss_backward": ("mse_loss",),
     "train_descends": ("train",),
+}
+
+COMPANIONS: dict[str, tuple[str, ...]] = {
+    "neg_sub_backward": ("Value.__rsub__",),
+    "rsub_backward": ("Value.__neg__", "Value.__sub__"),
 }

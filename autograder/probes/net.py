@@ -76,12 +76,41 @@ def probe_neuron(ns: Namespace, case: Case) -> Observation:
 
 
 def probe_init(ns: Namespace, case: Case) -> Observation:
-    """The starting parameters of a few fresh Neuron(nin), as the learner's __init__ draws them."""
-    draws = []
+    """The starting parameters of a few fresh Neuron(nin), as the learner's __init__ draws them, and how many distinct
+    objects each neuron's parameters() lists."""
+    draws, distinct = [], []
     for _ in range(case["neurons"]):
         params = list(ns["Neuron"](case["nin"]).parameters())[:100]
         draws.append([read_number(getattr(p, "data", p), "a starting parameter's data") for p in params])
-    return {"draws": draws}
+        distinct.append(len({id(p) for p in params}))
+    return {"draws": draws, "distinct": distinct}
+
+
+def roles(ns: Namespace, model: Any, params: list[Any]) -> list[list[int]] | None:
+    """For each of parameters(), where the model holds it: [layer, neuron, position], the position a weight's index
+    in the neuron's list of weights or -1 for its bias (a Value the neuron holds alone); None where the model's
+    structure cannot be read (by identity, whatever the attributes are called)."""
+    value, neuron, layer = ns.get("Value"), ns.get("Neuron"), ns.get("Layer")
+    if not all(isinstance(k, type) for k in (value, neuron, layer)):
+        return None
+    layers = [model] if isinstance(model, layer) else held(model, layer) if not isinstance(model, neuron) else []
+    neurons = [[model]] if isinstance(model, neuron) else [held(la, neuron) for la in layers]
+    where: dict[int, list[int]] = {}
+    for li, row in enumerate(neurons):
+        for ni, n in enumerate(row):
+            try:
+                attrs = list(vars(n).values())
+            except TypeError:
+                return None
+            lists = [a for a in attrs if isinstance(a, (list, tuple)) and a and all(isinstance(v, value) for v in a)]
+            alone = [a for a in attrs if isinstance(a, value)]
+            if len(lists) != 1 or len(alone) != 1:
+                return None
+            for k, w in enumerate(lists[0]):
+                where.setdefault(id(w), [li, ni, k])
+            where.setdefault(id(alone[0]), [li, ni, -1])
+    found = [where.get(id(p)) for p in params]
+    return None if any(r is None for r in found) else found  # type: ignore[return-value]
 
 
 def probe_layer(ns: Namespace, case: Case) -> Observation:
@@ -89,7 +118,8 @@ def probe_layer(ns: Namespace, case: Case) -> Observation:
     nin, nout = case["nin"], case["nouts"][0]
     layer = ns["Layer"](nin, nout)
     params = set_parameters(layer, case["weights"])
-    shape = {"count": len(params), "kinds": _kinds(params, ns["Value"]), "held": _layer_shape(ns, layer)}
+    shape = {"count": len(params), "kinds": _kinds(params, ns["Value"]), "held": _layer_shape(ns, layer),
+             "roles": roles(ns, layer, params)}
     try:
         return {**shape, **_layer_outputs(ns, case, layer, params)}
     except LearnerError as exc:
@@ -126,7 +156,8 @@ def probe_mlp(ns: Namespace, case: Case) -> Observation:
     layers = held(model, ns["Layer"]) if isinstance(ns.get("Layer"), type) else []
     read, outs, error = _outputs(model, case["xs"], "MLP(x)")
     return {"count": len(params), "kinds": _kinds(params, ns["Value"]), "held": [_layer_shape(ns, la) for la in layers],
-            "outputs": read, "output_error": error, "reach": _reach(outs[0], params) if not error else 0}
+            "outputs": read, "output_error": error, "reach": _reach(outs[0], params) if not error else 0,
+            "roles": roles(ns, model, params)}
 
 
 def probe_loss(ns: Namespace, case: Case) -> Observation:

@@ -70,6 +70,8 @@ class Expr:
     high: float = 2.5
     tied: bool = False  # every leaf gets the same data (distinct nodes, equal values)
     misconception: str | None = None  # the likely mistake when this graph fails and the numbers match no known one
+    zeros: tuple[int, ...] = ()  # leaves whose data is exactly 0 (a slope that divides by the data fails there)
+    again: str = ""  # two graphs, backward() on `out1` then on `out`, grads zeroed between ("leaves" or "all")
 
     @property
     def source(self) -> str:
@@ -110,7 +112,11 @@ class Expr:
         if not backward:
             return "\n".join([leaves, *self.source.splitlines(), "print(out.data)"])
         grads = ", ".join(f"{p}.grad" for p in self.params)
-        lines = [leaves, *self.source.splitlines(), "out.backward()", f"print(out.data, {grads})"]
+        lines = [leaves, *self.source.splitlines()]
+        if self.again:  # the first graph's backward(), then the grads zeroed as a training loop does
+            zeroed = ", ".join(self.params) if self.again == "leaves" else "every node of out1's graph"
+            lines += ["out1.backward()", f"# set .grad = 0 on {zeroed}"]
+        lines += ["out.backward()", f"print(out.data, {grads})"]
         if expected is not None:
             lines[-1] += "  # expected grads: " + ", ".join(f"{g:.6g}" for g in expected)
         return "\n".join(lines)

@@ -20,10 +20,79 @@ from dataclasses import dataclass
 
 from .memo import remembered
 
-FUNCTIONS: dict[str, Callable[..., float]] = {"tanh": math.tanh, "exp": math.exp, "abs": abs, "max": max, "min": min}
+
+class Vec(tuple):
+    """A vector of floats for the net's formulas (a neuron's weights, a data set's outputs): arithmetic is element by
+    element, with another Vec of the same length or with a number; `dot` and `sum` make numbers of it."""
+
+    def _zip(self, other: object, op: Callable[[float, float], float]) -> Vec:
+        if isinstance(other, Vec):
+            if len(other) != len(self):
+                raise ValueError("vectors of different lengths")
+            return Vec(op(a, b) for a, b in zip(self, other))
+        if isinstance(other, (int, float)):
+            return Vec(op(a, other) for a in self)
+        return NotImplemented
+
+    def _rzip(self, other: object, op: Callable[[float, float], float]) -> Vec:
+        return self._zip(other, lambda a, b: op(b, a))
+
+    def __add__(self, o: object) -> Vec:  # type: ignore[override]
+        return self._zip(o, lambda a, b: a + b)
+
+    def __radd__(self, o: object) -> Vec:
+        return self._rzip(o, lambda a, b: a + b)
+
+    def __sub__(self, o: object) -> Vec:
+        return self._zip(o, lambda a, b: a - b)
+
+    def __rsub__(self, o: object) -> Vec:
+        return self._rzip(o, lambda a, b: a - b)
+
+    def __mul__(self, o: object) -> Vec:  # type: ignore[override]
+        return self._zip(o, lambda a, b: a * b)
+
+    def __rmul__(self, o: object) -> Vec:  # type: ignore[override]
+        return self._rzip(o, lambda a, b: a * b)
+
+    def __truediv__(self, o: object) -> Vec:
+        return self._zip(o, lambda a, b: a / b)
+
+    def __rtruediv__(self, o: object) -> Vec:
+        return self._rzip(o, lambda a, b: a / b)
+
+    def __pow__(self, o: object) -> Vec:
+        return self._zip(o, lambda a, b: a**b)
+
+    def __rpow__(self, o: object) -> Vec:
+        return self._rzip(o, lambda a, b: a**b)
+
+    def __neg__(self) -> Vec:
+        return Vec(-a for a in self)
+
+    def __abs__(self) -> Vec:
+        return Vec(abs(a) for a in self)
+
+    def __float__(self) -> float:
+        raise TypeError("a vector is not a number")
+
+
+def _dot(a: Vec, b: Vec) -> float:
+    if not (isinstance(a, Vec) and isinstance(b, Vec)) or len(a) != len(b):
+        raise TypeError("dot takes two vectors of one length")
+    return math.fsum(x * y for x, y in zip(a, b))
+
+
+def _each(f: Callable[[float], float]) -> Callable[[object], object]:
+    return lambda v: Vec(f(a) for a in v) if isinstance(v, Vec) else f(v)  # type: ignore[arg-type, attr-defined]
+
+
+FUNCTIONS: dict[str, Callable[..., float]] = {"tanh": _each(math.tanh), "exp": _each(math.exp), "abs": abs, "max": max,
+                                              "min": min, "dot": _dot, "sum": lambda v: math.fsum(v)}
 CONSTANT_SLIPS = (lambda c: c + 1, lambda c: c - 1, lambda c: 2 * c, lambda c: c / 2, lambda c: -c, lambda c: 0 * c)
 CALL_SWAPS = {"max": "min", "min": "max", "tanh": "exp", "exp": "tanh"}
-SWAP_OPS = {ast.Add: ast.Sub, ast.Sub: ast.Add, ast.Mult: ast.Div, ast.Div: ast.Mult, ast.Pow: ast.Mult}
+SWAP_OPS = {ast.Add: (ast.Sub,), ast.Sub: (ast.Add,), ast.Mult: (ast.Div, ast.Add), ast.Div: (ast.Mult,),
+            ast.Pow: (ast.Mult,)}
 
 
 @dataclass(frozen=True)
@@ -36,26 +105,28 @@ class Recovery:
 
 
 
-def _mutated(node: ast.AST, names: Sequence[str], functions: Sequence[str]) -> Iterator[ast.AST]:
+def _mutated(node: ast.AST, names: Sequence[str], functions: Sequence[str],
+             counts: Sequence[str] = ()) -> Iterator[ast.AST]:
     """Every tree with one slip in it: at this node, or in one of its sub-expressions (untouched parts shared)."""
     if isinstance(node, ast.expr):
-        yield from _variants(node, names, functions)
+        yield from _variants(node, names, functions, counts)
     for field, value in ast.iter_fields(node):
         if isinstance(value, ast.AST) and not isinstance(value, (ast.expr_context, ast.operator, ast.unaryop)):
-            for new in _mutated(value, names, functions):
+            for new in _mutated(value, names, functions, counts):
                 clone = copy.copy(node)
                 setattr(clone, field, new)
                 yield clone
         elif isinstance(value, list):
             for i, item in enumerate(value):
                 if isinstance(item, ast.expr):
-                    for new in _mutated(item, names, functions):
+                    for new in _mutated(item, names, functions, counts):
                         clone = copy.copy(node)
                         setattr(clone, field, [*value[:i], new, *value[i + 1:]])
                         yield clone
 
 
-def _variants(node: ast.AST, names: Sequence[str], functions: Sequence[str]) -> Iterator[ast.AST]:
+def _variants(node: ast.AST, names: Sequence[str], functions: Sequence[str],
+              counts: Sequence[str] = ()) -> Iterator[ast.AST]:
     """Every one-slip replacement of one node."""
 
     def c(n: ast.AST) -> ast.AST:  # parts are shared, never changed: a slip builds new nodes around them
@@ -67,6 +138,15 @@ def _variants(node: ast.AST, names: Sequence[str], functions: Sequence[str]) -> 
                 yield ast.Name(other, ast.Load())
         for f in functions:  # one more application of the function
             yield ast.Call(ast.Name(f, ast.Load()), [c(node)], [])
+        for k in (2, 0.5):  # a step twice (or half) as large
+            yield ast.BinOp(ast.Constant(k), ast.Mult(), c(node))
+        if node.id in counts:  # a count off by one (an exponent k as k - 1)
+            for op in (ast.Add(), ast.Sub()):
+                yield ast.BinOp(c(node), op, ast.Constant(1))
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mult, ast.Div)):
+        for n in names:  # one more factor, or divisor, inside a product
+            for op in (ast.Mult(), ast.Div()):
+                yield ast.BinOp(c(node), op, ast.Name(n, ast.Load()))
     if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
         for slip in CONSTANT_SLIPS:
             yield ast.Constant(slip(node.value))
@@ -77,8 +157,8 @@ def _variants(node: ast.AST, names: Sequence[str], functions: Sequence[str]) -> 
             yield c(right)
         if isinstance(node.op, ast.Sub):
             yield ast.UnaryOp(ast.USub(), c(right))
-        if type(node.op) in SWAP_OPS:  # a sign, or * for /
-            yield ast.BinOp(c(left), SWAP_OPS[type(node.op)](), c(right))
+        for op in SWAP_OPS.get(type(node.op), ()):  # a sign, * for /, + for *
+            yield ast.BinOp(c(left), op(), c(right))
         if isinstance(node.op, (ast.Sub, ast.Div, ast.Pow)):  # swapped operands
             yield ast.BinOp(c(right), node.op, c(left))
         if isinstance(node.op, ast.Pow):  # a power off by one
@@ -91,6 +171,12 @@ def _variants(node: ast.AST, names: Sequence[str], functions: Sequence[str]) -> 
     if isinstance(node, ast.Call) and node.args:
         for arg in node.args:  # the function left out
             yield c(arg)
+        if len(node.args) == 1 and isinstance(node.args[0], ast.BinOp):  # its parenthesis closed early (or late)
+            inner = node.args[0]
+            yield ast.BinOp(ast.Call(node.func, [c(inner.left)], []), inner.op, c(inner.right))
+            yield ast.BinOp(c(inner.left), inner.op, ast.Call(node.func, [c(inner.right)], []))
+        if isinstance(node.func, ast.Name) and node.func.id == "abs" and len(node.args) == 1:  # a square for a distance
+            yield ast.BinOp(c(node.args[0]), ast.Pow(), ast.Constant(2))
         if isinstance(node.func, ast.Name) and node.func.id in CALL_SWAPS:  # max for min
             yield ast.Call(ast.Name(CALL_SWAPS[node.func.id], ast.Load()), node.args, node.keywords)
         if isinstance(node.func, ast.Name) and node.func.id in ("max", "min") and len(node.args) > 1:
@@ -101,12 +187,13 @@ def _variants(node: ast.AST, names: Sequence[str], functions: Sequence[str]) -> 
         yield c(node.operand)
 
 
-def slips(formula: str, names: Sequence[str], functions: Sequence[str] = ()) -> list[str]:
-    """The formula's one-slip variants (their text), a sign or a factor of 2 on the whole included."""
+def slips(formula: str, names: Sequence[str], functions: Sequence[str] = (), counts: Sequence[str] = ()) -> list[str]:
+    """The formula's one-slip variants (their text), a sign, a factor of 2, a square or a root on the whole
+    included."""
     tree = ast.parse(formula, mode="eval")
-    out = [ast.unparse(ast.fix_missing_locations(t)) for t in _mutated(tree.body, names, functions)]
+    out = [ast.unparse(ast.fix_missing_locations(t)) for t in _mutated(tree.body, names, functions, counts)]
     out += list(_parentheses_left_out(formula))
-    out += [f"-({formula})", f"2 * ({formula})", f"({formula}) / 2"]
+    out += [f"-({formula})", f"2 * ({formula})", f"({formula}) / 2", f"({formula}) ** 2", f"({formula}) ** 0.5"]
     out += [f"({formula}) * {n}" for n in names] + [f"({formula}) / {n}" for n in names]  # an extra factor
     return list(dict.fromkeys(t for t in out if t != formula))
 
@@ -149,7 +236,7 @@ def evaluate(formula: str, env: Mapping[str, object]) -> float | None:
     try:
         value = eval(_compiled(formula), {"__builtins__": {}, **FUNCTIONS}, dict(env))
         value = float(value)
-    except (ArithmeticError, ValueError, TypeError, AttributeError, RecursionError):
+    except (ArithmeticError, ValueError, TypeError, AttributeError, NameError, RecursionError):
         return None
     return value if math.isfinite(value) else None
 
@@ -162,12 +249,13 @@ class Space:
     formula: str
     names: tuple[str, ...]
     functions: tuple[str, ...] = ()
-    domains: tuple[tuple[str, float, float], ...] = ()
+    domains: tuple[tuple, ...] = ()  # (name, low, high) for a number, (name, low, high, n) for a Vec of n
     derived: tuple[tuple[str, str], ...] = ()
     where: str = ""
     fixed: tuple[tuple[str, object], ...] = ()  # names bound to the same thing everywhere (a function f)
     depth: int = 1  # slips on top of slips, for short formulas
     inner: tuple[tuple[str, str], ...] = ()  # a name that stands for a formula of its own, which may hold the slip
+    counts: tuple[str, ...] = ()  # names that count (an exponent): a slip may put them off by one
 
     @property
     def full(self) -> str:
@@ -184,14 +272,22 @@ class Space:
             env[name] = evaluate(expr, env) or 0.0
         return env
 
-    def points(self, n: int = 6) -> list[dict[str, float]]:
+    def points(self, n: int = 6) -> list[dict[str, object]]:
         """Points of the space, free names drawn, derived ones computed."""
         rng = random.Random(self.formula)
-        return [self.env(**{name: rng.uniform(lo, hi) for name, lo, hi in self.domains}) for _ in range(n)]
+        return [self.env(**draw(rng, self.domains)) for _ in range(n)]
 
     def candidates(self) -> list[str]:
         """The one-slip variants, distinct from the formula and from each other."""
         return distinct_slips(self)
+
+
+def draw(rng: random.Random, domains: Sequence[tuple]) -> dict[str, object]:
+    """A value for each free name: a number in (low, high), or with a fourth entry n, a Vec of n such numbers."""
+    out: dict[str, object] = {}
+    for name, lo, hi, *size in domains:
+        out[name] = Vec(rng.uniform(lo, hi) for _ in range(size[0])) if size else rng.uniform(lo, hi)
+    return out
 
 
 @remembered(512, list)
@@ -206,12 +302,12 @@ def distinct_slips(space: Space) -> list[str]:
 
     seen = {signature(formula)}
     kept = []
-    texts = slips(space.formula, space.names, space.functions)
+    texts = slips(space.formula, space.names, space.functions, space.counts)
     if space.depth > 1:
-        texts += [t2 for t in texts for t2 in slips(t, space.names, space.functions)]
+        texts += [t2 for t in texts for t2 in slips(t, space.names, space.functions, space.counts)]
     for name, inner in space.inner:  # a slip outside (the inner formula right), or inside it (the outer right)
         texts = [substitute(t, name, inner) for t in texts]
-        texts += [substitute(space.formula, name, s) for s in slips(inner, space.names, space.functions)]
+        texts += [substitute(space.formula, name, s) for s in slips(inner, space.names, space.functions, space.counts)]
     for text in sorted(dict.fromkeys(texts), key=len):
         sig = signature(text)
         if sig not in seen and any(v is not None for v in sig):
@@ -239,7 +335,7 @@ def recover(formula: str, candidates: Sequence[str], matches: Callable[[str], bo
 def equal_on(space: Space, fixed: Mapping[str, object]) -> Callable[[str, str], bool]:
     """Whether two formulas agree at points of the space whose names in `fixed` keep the case's values."""
     rng = random.Random(0)
-    points = [space.env(**{**{n: rng.uniform(lo, hi) for n, lo, hi in space.domains}, **fixed}) for _ in range(4)]
+    points = [space.env(**{**draw(rng, space.domains), **fixed}) for _ in range(4)]
 
     def same(a: str, b: str) -> bool:
         values = [(evaluate(a, p), evaluate(b, p)) for p in points]
