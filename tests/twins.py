@@ -300,11 +300,11 @@ TWINS: dict[str, Twin] = {
         "node.children_not_a_collection",
         ('out = Value(t, (self,), "tanh")', 'out = Value(t, [self], "tanh")')),
     "add_reads_the_other_number_first": twin(
-        "node.data_and_value_mixed",
+        "node.data_and_value_mixed node.data_is_a_value",
         ('        out = Value(self.data + other.data, (self, other), "+")\n',
          '        other_data = other.data\n        out = Value(self.data + other_data, (self, other), "+")\n')),
     "exp_slope_through_a_name": twin(
-        "node.value_added_to_grad",
+        "node.value_added_to_grad node.grad_is_a_value",
         ("            self.grad += out.data * out.grad\n",
          "            slope = out.data\n            self.grad += slope * out.grad\n")),
     "train_records_floats_it_made": twin(

@@ -278,6 +278,11 @@ MISCONCEPTIONS: dict[str, str] = {
     "node.value_added_to_grad": ("the line above adds a Value to a .grad, which holds a plain number: a _backward "
                                  "computes with numbers (the nodes' .data and .grad), never with the Value objects "
                                  "themselves"),
+    "node.data_is_a_value": ("this .data holds a Value where a plain number belongs: the forward value was computed "
+                             "with a Value object itself (an operand written without .data) rather than with the "
+                             "operands' numbers"),
+    "node.grad_is_a_value": ("this .grad holds a Value where a plain number belongs: a _backward added a Value object "
+                             "itself (a node written without .data or .grad) to a gradient, which must stay a number"),
     "train.records_values": ("each recorded loss must be a plain number: the list holds the loss Values themselves "
                              "(each keeping its whole graph alive), not their .data"),
     "common.value_for_list": ("a single Value was indexed or looped over where a list belongs: Layer(nin, 1)(x) "
@@ -486,6 +491,9 @@ ERROR_MISCONCEPTIONS: tuple[tuple[str, str | None, str], ...] = (
      r"\.data\s*[-+*/]\s*[A-Za-z_]\w*\b(?!\s*[.(\[])", "node.data_and_value_mixed"),
     (r"unsupported operand type\(s\) for \+=: '(int|float)' and 'Value'", r"\.grad\s*\+=", "node.value_added_to_grad"),
     (r"^a recorded loss is a Value\b", None, "train.records_values"),
+    # it ran, and what it handed back shows the Value itself where its number belongs
+    (r"^[\w.\[\]]*\.data is a Value\b", None, "node.data_is_a_value"),
+    (r"^[\w.\[\]]*\.grad is a Value\b", None, "node.grad_is_a_value"),
     (r"unsupported operand type\(s\) for /: '(int|float)' and 'Value'", None, "rtruediv.number_on_the_left"),
     (r"unsupported operand type\(s\) for -: '(int|float)' and 'Value'", None, "rsub.number_on_the_left"),
     (r"unsupported operand type\(s\) for [+*]: '(int|float)' and 'Value'", None, "node.number_on_the_left"),

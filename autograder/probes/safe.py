@@ -125,7 +125,9 @@ def short_repr(obj: object, limit: int = 60) -> str:
             # the items may be learner objects, whose repr we never call
             text = f"{kind.__name__} of {len(obj)}" if len(obj) else repr(kind())  # type: ignore[arg-type]
         else:
-            text = object.__repr__(obj)  # a learner __repr__ may raise, loop or lie
+            # never a learner __repr__ (it may raise, loop or lie), and never an address: the same object shows the
+            # same on every run
+            text = f"<{type.__dict__['__name__'].__get__(kind, type)} object>"
     except Exception:
         text = f"<{kind.__name__}>"
     return text if len(text) <= limit else text[: limit - 3] + "..."
