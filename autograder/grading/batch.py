@@ -24,7 +24,7 @@ from nbgrader.coursedir import CourseDirectory
 from traitlets.config import Config
 
 from ..settings import BatchGrading, Limits, Tolerance
-from . import class_report, sandbox
+from . import bounded, class_report, sandbox
 from .executors import LocalPool
 from .formgrader import autograded_untouched
 from .journal import Journal
@@ -124,7 +124,7 @@ class Options:
 def settings_text(limits: Limits, tolerance: Tolerance, unsafe_no_sandbox: bool = False) -> str:
     """The grading settings that can change a grade, as stable text for the fingerprint."""
     keys = {"limits": ["check_timeout", "cell_timeout", "notebook_timeout", "memory_mb", "output_bytes", "notebook_mb",
-                          "notebook_output_bytes"],
+                          "notebook_output_bytes", "notebook_cells", "read_timeout", "render_timeout", "helper_memory_mb"],
             "tolerance": ["rtol", "atol", "forward_rtol"]}
     values = {k: [getattr(limits if k == "limits" else tolerance, n) for n in names] for k, names in keys.items()}
     if unsafe_no_sandbox:  # a grade earned outside the sandbox is regraded once the sandbox is back
@@ -165,6 +165,8 @@ def run(options: Options) -> list[Row]:
         stack.enter_context(course_lock(course.root))
         if not options.cluster:
             stack.enter_context(sandbox.MODE.using(options.unsafe_no_sandbox))
+            bounded.HELPERS.warm()
+            stack.callback(bounded.HELPERS.close)
         rows = grade(options, course, limits, tolerance, jobs, cluster)
     rows.sort(key=lambda r: (r.student, r.notebook))
     if options.unsafe_no_sandbox:

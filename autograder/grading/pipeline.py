@@ -23,13 +23,12 @@ import nbformat
 from nbformat import NotebookNode
 
 from ..settings import Limits, Tolerance
-from . import runner, sandbox
+from . import bounded, runner, sandbox
 from .judge import stopped_output
 from .late import submission_time
-from .safe_html import escape_markdown, safe_notebook
-from .sanitize import Sanitized, notebook_bytes, parse_submission, sanitize
+from .safe_html import escape_markdown
+from .sanitize import Sanitized, notebook_bytes, sanitize
 from .source import NotebookSpec
-from .store import notebook_file
 from .submission import Refused, Submission, Unreadable
 from .types import Code, Graded, Item, Prepared, Reason, Result, Task
 
@@ -84,9 +83,10 @@ def read_submission(work: Work, shared: Shared) -> None:
 
 
 def parse_notebook(work: Work, shared: Shared) -> None:
-    """The notebook's bytes as a notebook (Unreadable when they are not one)."""
+    """The notebook's bytes as a notebook, read in a bounded helper (Unreadable when they are not one; Refused past a
+    bound on its shape or the time to read it)."""
     assert work.prepared is not None
-    work.nb = parse_submission(work.prepared.data)
+    work.nb = bounded.read(work.prepared.data, shared.limits)
 
 
 def sanitize_notebook(work: Work, shared: Shared) -> None:
@@ -114,11 +114,13 @@ def mark_not_run(work: Work, shared: Shared) -> None:
 
 
 def render_notebook(work: Work, shared: Shared) -> None:
-    """The autograded notebook's file, made inert for a browser and serialised here (not on the writer's path)."""
+    """The autograded notebook's file, made inert for a browser and serialised in a bounded helper (not on the writer's
+    path); a cell it could not make safe in time is shown as plain text, and flagged."""
     graded = work.graded
     assert graded is not None
     if graded.nb is not None:
-        graded.data, graded.digest = notebook_file(safe_notebook(graded.nb))
+        graded.nb, graded.data, graded.digest, flags = bounded.render(graded.nb, shared.limits)
+        graded.flags.extend(flags)
 
 
 Step = Callable[[Work, Shared], None]
