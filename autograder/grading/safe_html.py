@@ -29,6 +29,7 @@ from typing import Any
 import nh3
 from nbformat import NotebookNode, from_dict
 
+from ..lines import one_line
 from ..settings import HTML_DEPTH, STANDIN_CHARS
 
 CELL_ID = re.compile(r"[a-zA-Z0-9_-]{1,64}")  # nbformat 4.5's cell id
@@ -57,7 +58,7 @@ MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>&$~|])")  # what can start markup o
 
 def escape_markdown(text: str) -> str:
     """Text the grader writes into markdown (a flag, an exception's name, a reason), shown as the text it is."""
-    return MARKDOWN_SPECIAL.sub(r"\\\1", " ".join(str(text).split("\n")))
+    return MARKDOWN_SPECIAL.sub(r"\\\1", one_line(text))
 
 
 def _fetches(value: str) -> bool:

@@ -23,6 +23,7 @@ from nbgrader.api import Comment, Grade, Gradebook, MissingEntry, SubmittedAssig
 from sqlalchemy import bindparam, event, func, insert, select, update
 from sqlalchemy.engine import Engine
 
+from ..lines import one_line
 from .source import GradingError
 from .types import Graded
 
@@ -99,11 +100,11 @@ FORMULA_START = ("=", "+", "-", "@", "\t", "\r")  # a spreadsheet reads a cell s
 
 
 def csv_text(cells: list[str]) -> list[str]:
-    """A CSV line's cells as safe text: valid UTF-8, and a cell a spreadsheet would run as a formula quoted with `'`
-    (OWASP's advice; numbers are not touched)."""
+    """A CSV line's cells as safe text: one line each with nothing hidden (`one_line`: valid UTF-8 too), and a cell a
+    spreadsheet would run as a formula quoted with `'` (OWASP's advice; numbers are not touched)."""
     out = []
     for cell in cells:
-        cell = valid_text(cell)
+        cell = one_line(cell)
         if cell.startswith(FORMULA_START) and not _number(cell):
             cell = "'" + cell
         out.append(cell)
