@@ -43,7 +43,13 @@ class Limits(Configurable):
 # Bounds on a submitted notebook's shape, checked after its JSON is parsed (in the helper process) and before nbformat
 # validates it: a notebook nested deeper, or with a longer text, is not read (scored 0, flagged).
 NOTEBOOK_DEPTH = 64  # JSON nesting (a notebook's own is ~8; cell metadata a few more)
+NOTEBOOK_VALUES = 1_000_000  # JSON values (strings, numbers, lists, objects) in all: nbformat validates each one
 NOTEBOOK_TEXT_CHARS = 8 * 2**20  # the longest text, in characters: one JSON string, or one cell's source joined from its lines
+# A submission's files besides its notebooks (data a notebook reads): handed to the notebook's worker and copied into
+# autograded/ only while they fit in these, counted by apparent size (st_size: a sparse file counts whole, as a copy
+# writes it); each file past a bound is refused and flagged, the rest go on.
+OTHER_FILES_BYTES = 50 * 2**20
+OTHER_FILES_COUNT = 1_000
 # Bounds on what the helper makes safe to show (autograder/grading/bounded.py):
 HTML_DEPTH = 1_000  # elements open at once in learner HTML (nh3's cleaning is quadratic in it): deeper, shown as text
 STANDIN_CHARS = 2_000  # characters of a cell or output shown as plain text when it could not be made safe in time

@@ -273,7 +273,9 @@ def finish(course: Course, assignment: str, rows: list[Row]) -> None:
                         _step_failed(one[1], LATE_STEP, exc)
             for submission, its_rows in work:
                 try:
-                    copy_other_files(course.coursedir, assignment, its_rows[0].student, submission)
+                    flags = copy_other_files(course.coursedir, assignment, its_rows[0].student, submission)
+                    for row in its_rows:
+                        row.flags.extend(f for f in flags if f not in row.flags)
                 except Exception as exc:
                     _step_failed(its_rows, "copying its other files into autograded/", exc)
 

@@ -23,7 +23,7 @@ import nbformat
 from nbformat import NotebookNode
 
 from ..settings import Limits, Tolerance
-from . import bounded, runner, sandbox
+from . import bounded, runner
 from .judge import stopped_output
 from .late import submission_time
 from .safe_html import escape_markdown
@@ -77,7 +77,7 @@ def read_submission(work: Work, shared: Shared) -> None:
     submission = Submission.scan(work.item.path.parent)
     work.timestamp = submission_time(submission).when  # `finish` flags a time it cannot read
     data = notebook_bytes(submission, work.item.notebook, shared.limits.notebook_mb * 2**20)
-    files = submission.other_files(sandbox.MAX_FILES_BYTES)
+    files = submission.other_files()
     others = {rel for rel in submission.refused if not rel.endswith(".ipynb")}
     work.prepared = Prepared(data, files, submission.flags(others))
 

@@ -11,7 +11,7 @@ import nbformat
 from nbformat import NotebookNode
 from nbgrader import utils as nbutils
 
-from ..settings import NOTEBOOK_DEPTH, NOTEBOOK_TEXT_CHARS
+from ..settings import NOTEBOOK_DEPTH, NOTEBOOK_TEXT_CHARS, NOTEBOOK_VALUES
 from .source import NotebookSpec
 from .submission import Refused, Submission, Unreadable
 
@@ -50,14 +50,15 @@ def notebook_bytes(submission: Submission, name: str, max_bytes: int) -> bytes:
 
 
 def shape_problem(data: dict[str, Any], max_cells: int, max_depth: int = NOTEBOOK_DEPTH,
-                  max_text: int = NOTEBOOK_TEXT_CHARS) -> str | None:
-    """What makes a parsed notebook too big to read on (too many cells, too deep, a text too long), or None.
+                  max_text: int = NOTEBOOK_TEXT_CHARS, max_values: int = NOTEBOOK_VALUES) -> str | None:
+    """What makes a parsed notebook too big to read on (too many cells or values, too deep, a text too long), or None.
 
     One pass over the parsed JSON, before nbformat validates it (its cost grows with every cell and value)."""
     cells = data["cells"]
     if len(cells) > max_cells:
         return f"it has {len(cells)} cells, more than the limit of {max_cells}"
     stack: list[tuple[Any, int]] = [(data, 1)]
+    values = 1
     while stack:
         value, depth = stack.pop()
         if isinstance(value, str):
@@ -68,6 +69,9 @@ def shape_problem(data: dict[str, Any], max_cells: int, max_depth: int = NOTEBOO
             continue
         if depth > max_depth:
             return f"it is nested more than {max_depth} levels deep"
+        values += len(value) * (2 if isinstance(value, dict) else 1)  # (counted before they are walked)
+        if values > max_values:
+            return f"it holds more than {max_values} JSON values"
         if isinstance(value, dict):
             stack.extend((k, depth) for k in value)
             value = value.values()
