@@ -201,6 +201,8 @@ def test_the_summary_csv_holds_every_row_even_with_unencodable_text(tmp_path: Pa
     for row in rows:
         batch.validate(row)
     batch.write_csv(rows, str(path), "workbook")
+    data = path.read_bytes().decode("utf-8")  # csv's own line ends, \r\n, and no other line break
+    assert data.endswith("\r\n") and "\n" not in data.replace("\r\n", "") and "\r" not in data.replace("\r\n", "")
     got = list(csv.DictReader(open(path, encoding="utf-8", newline="")))
     # a lone surrogate is shown as its escape (lines.one_line); a byte that was not UTF-8, as that byte
     assert [r["student_id"] for r in got] == ["ada", "eve\\ud800"] and got[1]["reason"] == "raised Bad\\ud83dName"
