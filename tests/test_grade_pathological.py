@@ -135,21 +135,23 @@ def test_the_shape_bounds_refuse_exactly_what_is_past_them(metadata: Any, cells:
 
 
 def _render(nb: Any, **limits: Any) -> tuple[Any, bytes, str, list[str]]:
+    """The notebook as its file holds it once rendered, the file, its digest, the flags."""
     out = ends(bounded.render, nb, Limits(**limits))
     assert "error" not in out, out.get("error")
-    return out["value"]
+    data, digest, flags = out["value"]
+    return nbformat.reads(data.decode(), as_version=4), data, digest, flags
 
 
 def test_adversarial_markdown_past_the_deadline_is_plain_text_and_the_rest_is_rendered() -> None:
     nb = v4.new_notebook(cells=[*honest_cells(), v4.new_markdown_cell("*_" * 400_000)])
-    safe, data, _, flags = _render(nb, render_timeout=2.0)
+    safe, _, _, flags = _render(nb, render_timeout=2.0)
     assert safe.cells[0].source.startswith('<div class="autograder-markdown"><h1>Title')  # rendered in time
     assert "<b>2</b>" in safe.cells[1].outputs[0].data["text/html"]
     assert "not shown as it was written" in safe.cells[2].source and "<pre>*_*_" in safe.cells[2].source
     assert len(safe.cells[2].source) < 3 * 2000 + 500  # the stand-in is cut, never the whole cell
     assert flags == ["shown as plain text in the autograded notebook, cell 3: not made safe to show in time: the grader's "
                      "helper took more than 2 s (Limits.render_timeout)"]
-    assert [c.source for c in nbformat.reads(data.decode(), as_version=4).cells] == [c.source for c in safe.cells]
+    assert [c.cell_type for c in safe.cells] == ["markdown", "code", "markdown"]
 
 
 @pytest.mark.parametrize("where", ["markdown", "raw", "text/html", "text/markdown", "image/svg+xml"])
@@ -288,3 +290,27 @@ def test_the_batch_ends_flags_each_hostile_notebook_and_grades_classmates_as_alo
     assert len(table) == 1 + len(rows) + 1 and not any("zzz_forged" in line.split()[0] for line in table)
     autograded = mixed / "autograded" / "sparse_file" / support.ASSIGNMENT
     assert (autograded / "small.csv").read_text() == "x,y\n1,2\n" and not (autograded / "data.bin").exists()
+
+
+def test_a_helper_left_part_way_through_a_job_is_never_given_another() -> None:
+    slow = v4.new_notebook(cells=[*honest_cells(), *[v4.new_markdown_cell("*_" * 20_000 + str(i)) for i in range(20)]])
+    with bounded.HELPERS.helper() as helper:
+        replies = helper.call("render", slow, 2048, 60.0)
+        assert next(replies)[0] == "cells"  # the caller stops here (an interrupt): the rest of the job stays unread
+    assert not helper.alive and helper not in bounded.HELPERS.idle
+    assert _render(v4.new_notebook(cells=honest_cells()))[3] == []  # the next job gets a helper of its own
+
+
+def test_a_grader_that_cannot_start_a_helper_says_it_is_its_own_fault(monkeypatch: pytest.MonkeyPatch) -> None:
+    helpers = bounded.Helpers()  # (the batch's own stay as they are)
+
+    def fails(self: bounded.Zygote) -> bounded.Helper:
+        raise bounded.Exceeded("could not start a helper process (ConnectionResetError)")
+
+    monkeypatch.setattr(bounded.Zygote, "fork", fails)
+    monkeypatch.setattr(bounded, "HELPERS", helpers)
+    try:
+        with pytest.raises(bounded.NoHelper):  # a grader error for the row, never "not read; scored 0" and FLAGGED
+            bounded.read(nbformat.writes(v4.new_notebook(cells=honest_cells())).encode(), Limits())
+    finally:
+        helpers.close()

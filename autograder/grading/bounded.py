@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import hashlib
 import os
 import pickle
 import resource
@@ -45,10 +46,16 @@ FRAME_LIMIT = 2**31 - 1
 START_TIMEOUT = 120.0  # seconds the zygote may take to import the readers and renderers (~1 s alone, more when busy)
 FORK_TIMEOUT = 10.0  # seconds a fork request may take once the zygote is up
 SEND_TIMEOUT = 10.0  # seconds an idle helper may take to read its job (a notebook: a few MB at most)
+FLUSH = 0.05  # seconds between two frames of rendered cells, sent only while a render is slow (the usual one sends none)
+SLOW_CELL = 8192  # characters to render in a cell past which the cells done so far are sent first (safe_html.MEMO_MARKDOWN)
 
 
 class Exceeded(Exception):
     """The helper did not finish its job: past the deadline, or it died (its memory cap); the message says which."""
+
+
+class NoHelper(RuntimeError):
+    """No helper process could be started (twice): the grader's fault, never the notebook's (a grader error)."""
 
 
 # ---------------------------------------------------------------------------------------------- the grader's side
@@ -67,17 +74,21 @@ class Helper:
             self.pidfd = None
         self.channel = Channel(sock.detach())
         self.alive = True
+        self.pending = False  # a job sent whose "done" has not been read: the helper cannot take another one
 
     def call(self, job: str, payload: Any, memory_mb: int, timeout: float) -> Iterator[tuple[Any, ...]]:
         """The job's replies as they come, the last one "done"; Exceeded (the helper killed) at the deadline."""
         from .sandbox import frames
 
         deadline = time.monotonic() + timeout
+        self.pending = True
         try:
             self.channel.send(pickle.dumps((job, payload, memory_mb, timeout), pickle.HIGHEST_PROTOCOL),
                               min(deadline, time.monotonic() + SEND_TIMEOUT))
             while True:
                 reply = pickle.loads(self.channel.recv(deadline, FRAME_LIMIT))
+                if reply[0] == "done":
+                    self.pending = False
                 yield reply
                 if reply[0] == "done":
                     return
@@ -114,7 +125,8 @@ class Zygote:
     def __init__(self) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.proc = subprocess.Popen([sys.executable, "-m", __name__, str(theirs.fileno())], pass_fds=[theirs.fileno()],
-                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                     cwd="/")  # (nothing of the course's folder on its sys.path)
         theirs.close()
         self.control = ours
         self.started = False
@@ -169,17 +181,31 @@ class Helpers:
         with self.lock:
             helper = self.idle.pop() if self.idle else None
             if helper is None:
-                if self.zygote is None or not self.zygote.alive:
-                    self.zygote = Zygote()
-                helper = self.zygote.fork()  # (under the lock: one fork request at a time on the control socket)
+                helper = self._fork()
             self.busy.add(helper)
         try:
             yield helper
         finally:
+            if helper.pending:  # its caller stopped part-way through a job (an interrupt): never reused
+                helper.kill()
             with self.lock:
                 self.busy.discard(helper)
                 if helper.alive:
                     self.idle.append(helper)
+
+    def _fork(self) -> Helper:
+        """A new helper (under the lock: one fork request at a time on the control socket); a zygote that does not
+        answer is replaced once."""
+        for attempt in range(2):
+            if self.zygote is None or not self.zygote.alive or attempt:
+                if self.zygote is not None:
+                    self.zygote.close()
+                self.zygote = Zygote()
+            try:
+                return self.zygote.fork()
+            except Exceeded as exc:
+                why = str(exc)
+        raise NoHelper(why)
 
     def close(self) -> None:
         """Kill every helper and end the zygote (the end of a batch, or of the process)."""
@@ -217,12 +243,11 @@ def read(raw: bytes, limits: Limits) -> NotebookNode:
     raise (Refused if kind == "refused" else Unreadable)(value)
 
 
-def render(nb: NotebookNode, limits: Limits) -> tuple[NotebookNode, bytes, str, list[str]]:
-    """The graded notebook made safe to show (`safe_html`), cell by cell in a helper within `Limits.render_timeout`,
-    and its file: (the safe notebook, its bytes, their SHA-256, flags). A cell not made safe in time, or that could
-    not be (nested too deep, out of memory), is shown as plain text and named in a flag; the scores stand."""
+def render(nb: NotebookNode, limits: Limits) -> tuple[bytes, str, list[str]]:
+    """The graded notebook's file, made safe to show (`safe_html`) cell by cell in a helper within
+    `Limits.render_timeout`: (its bytes, their SHA-256, flags). A cell not made safe in time, or that could not be
+    (nested too deep, out of memory), is shown as plain text and named in a flag; the scores stand."""
     from .safe_html import safe_metadata, standin_cell
-    from .store import notebook_file
 
     done: dict[int, Any] = {}
     why: dict[int, str] = {}
@@ -230,23 +255,24 @@ def render(nb: NotebookNode, limits: Limits) -> tuple[NotebookNode, bytes, str, 
     try:
         with HELPERS.helper() as helper:
             for reply in helper.call("render", nb, limits.helper_memory_mb, limits.render_timeout):
-                if reply[0] == "cell":
-                    _, i, cell, problem = reply
-                    done[i] = cell
-                    if problem:
-                        why[i] = problem
+                if reply[0] == "cells":
+                    for i, cell, problem in reply[1]:
+                        done[i] = cell
+                        if problem:
+                            why[i] = problem
                 else:
-                    _, data, digest = reply
-    except Exceeded as exc:
+                    _, data, digest, problems = reply
+                    why.update(problems)
+    except Exceeded as exc:  # what the helper sent stands; the rest is cut to plain text, bounded: written here
         late = f"not made safe to show in time: the grader's helper {exc} (Limits.render_timeout)"
         for i, cell in enumerate(nb.cells):
             if i not in done:
                 done[i], why[i] = standin_cell(cell, i, late), late
-    nb.metadata = safe_metadata(nb.get("metadata"))
-    nb.cells = [done[i] for i in range(len(nb.cells))]
-    if data is None or digest is None:  # the cells are bounded now (made safe, or cut to plain text): written here
+        nb.metadata = safe_metadata(nb.get("metadata"))
+        nb.cells = [done[i] for i in range(len(nb.cells))]
         data, digest = notebook_file(nb)
-    return nb, data, digest, render_flags(why)
+    assert data is not None and digest is not None
+    return data, digest, render_flags(why)
 
 
 def render_flags(why: dict[int, str]) -> list[str]:
@@ -259,6 +285,23 @@ def render_flags(why: dict[int, str]) -> list[str]:
         named = ", ".join(map(str, numbers[:10])) + (f" and {len(numbers) - 10} more" if len(numbers) > 10 else "")
         flags.append(f"shown as plain text in the autograded notebook, cell{'s' if len(numbers) > 1 else ''} {named}: {text}")
     return flags
+
+
+_SURROGATES = {c: "\ufffd" for c in range(0xD800, 0xE000)}
+
+
+def notebook_file(nb: NotebookNode) -> tuple[bytes, str]:
+    """The autograded notebook's file contents and their SHA-256 (the resume record keeps it)."""
+    # nbformat.writes would validate first, and only warn when invalid: the cells came through sanitize and the
+    # outputs through the channel's checks, so the same bytes are written without that pass (~40% of the write)
+    from nbformat import v4
+
+    text = v4.writes_json(nb)
+    try:
+        data = text.encode()
+    except UnicodeEncodeError:  # a lone surrogate in an output or flag (a worker sent it): written as U+FFFD
+        data = text.translate(_SURROGATES).encode()
+    return data, hashlib.sha256(data).hexdigest()
 
 
 # ---------------------------------------------------------------------------------------------- the helpers' side
@@ -315,33 +358,51 @@ def _read_job(payload: tuple[bytes, int]) -> Iterator[tuple[Any, ...]]:
         yield "done", "unreadable", str(exc)
 
 
+RENDERED = ("text/html", "text/markdown", "image/svg+xml")  # what a renderer or sanitiser runs on in an output
+
+
 def _size(cell: Any) -> int:
-    """About how much there is to render in a cell: its source and its outputs' texts."""
-    size = len(cell.get("source", ""))
+    """About how much there is to render or sanitise in a cell: a markdown or raw cell's source, or those outputs."""
+    if cell.get("cell_type") != "code":
+        return len(cell.get("source", ""))
+    size = 0
     for out in cell.get("outputs", []):
-        for value in (out.get("data") or {}).values():
-            size += len(value) if isinstance(value, str) else sum(len(v) for v in value if isinstance(v, str)) \
-                if isinstance(value, list) else 0
+        data = out.get("data") if isinstance(out.get("data"), dict) else {}
+        for mime in RENDERED:
+            value = data.get(mime, "")
+            if isinstance(value, list):
+                value = "".join(v for v in value if isinstance(v, str))
+            size += len(value) if isinstance(value, str) else 0
     return size
 
 
 def _render_job(nb: NotebookNode) -> Iterator[tuple[Any, ...]]:
-    """Each cell made safe, smallest first (so that a slow one costs the fewest others), then the notebook's file."""
+    """Each cell made safe, smallest first (so that a slow one costs the fewest others), then the notebook's file. The
+    cells made safe are sent every FLUSH seconds, so that what was done before a deadline is kept; a render done
+    within FLUSH (the usual one) sends only its file."""
     from .safe_html import safe_cell, safe_metadata, standin_cell
-    from .store import notebook_file
 
-    order = sorted(range(len(nb.cells)), key=lambda i: _size(nb.cells[i]))
-    for i in order:
+    batch: list[tuple[int, Any, str]] = []
+    problems: dict[int, str] = {}
+    sent = time.monotonic()
+    for i in sorted(range(len(nb.cells)), key=lambda i: _size(nb.cells[i])):
         cell = nb.cells[i]
+        if batch and _size(cell) > SLOW_CELL:  # what is done is sent before a cell that may be slow
+            yield "cells", batch
+            batch, sent = [], time.monotonic()
         try:
-            yield "cell", i, safe_cell(cell, i), ""
+            batch.append((i, safe_cell(cell, i), ""))
         except MemoryError:
             raise
         except Exception as exc:  # nested too deep for nh3, a renderer's own limit (RecursionError): plain text
-            why = f"it could not be made safe to show ({exc if isinstance(exc, ValueError) else type(exc).__name__})"
-            yield "cell", i, standin_cell(cell, i, why), why
+            why = problems[i] = (f"it could not be made safe to show "
+                                 f"({exc if isinstance(exc, ValueError) else type(exc).__name__})")
+            batch.append((i, standin_cell(cell, i, why), why))
+        if time.monotonic() - sent > FLUSH:
+            yield "cells", batch
+            batch, sent = [], time.monotonic()
     nb.metadata = safe_metadata(nb.get("metadata"))
-    yield ("done", *notebook_file(nb))
+    yield ("done", *notebook_file(nb), problems)
 
 
 JOBS = {"read": _read_job, "render": _render_job}
@@ -371,7 +432,7 @@ def zygote(fd: int) -> None:
     lean_start()
     from nbformat import v4
 
-    from . import safe_html, sanitize, store  # noqa: F401  (imported here once, for every helper forked)
+    from . import safe_html, sanitize  # noqa: F401  (imported here once, for every helper forked)
 
     list(_render_job(v4.new_notebook(cells=[v4.new_markdown_cell("*warm* `x`"), v4.new_code_cell(
         "1", outputs=[v4.new_output("execute_result", {"text/html": "<b>1</b>"}, execution_count=1)])])))

@@ -119,7 +119,8 @@ def render_notebook(work: Work, shared: Shared) -> None:
     graded = work.graded
     assert graded is not None
     if graded.nb is not None:
-        graded.nb, graded.data, graded.digest, flags = bounded.render(graded.nb, shared.limits)
+        graded.data, graded.digest, flags = bounded.render(graded.nb, shared.limits)
+        graded.nb = None  # its file is what is stored (the notebook object, not made safe, is not kept)
         graded.flags.extend(flags)
 
 

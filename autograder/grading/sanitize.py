@@ -5,15 +5,17 @@ from __future__ import annotations
 import itertools
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import nbformat
 from nbformat import NotebookNode
 from nbgrader import utils as nbutils
 
 from ..settings import NOTEBOOK_DEPTH, NOTEBOOK_TEXT_CHARS, NOTEBOOK_VALUES
-from .source import NotebookSpec
 from .submission import Refused, Submission, Unreadable
+
+if TYPE_CHECKING:  # (the helper process that parses notebooks never loads nbgrader.api and SQLAlchemy)
+    from .source import NotebookSpec
 
 BEGIN_HIDDEN, END_HIDDEN = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
 HIDDEN_NOTE = "# (hidden tests: run by the grader, source not shown)\n"

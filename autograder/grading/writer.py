@@ -25,6 +25,7 @@ from nbgrader.api import Gradebook
 
 from ..lines import one_line
 from . import runner
+from .bounded import notebook_file
 from .executors import Executor
 from .formgrader import autograded_digest, flag_box
 from .journal import Journal
@@ -33,7 +34,7 @@ from .pipeline import Clock, not_graded
 from .safe_html import safe_notebook
 from .sandbox import UNSANDBOXED
 from .source import AssignmentSpec
-from .store import BulkGradebook, Entry, atomic_write, notebook_file
+from .store import BulkGradebook, Entry, atomic_write
 from .submission import Submission
 from .types import Code, Graded, Reason, Record, Result, Row, Status, Task
 
