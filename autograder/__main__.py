@@ -9,6 +9,10 @@ skip_unused_format_checkers()  # for every command: before anything imports nbfo
 if __name__ == "__main__":  # grading workers re-import the main module under another name
     if sys.argv[1:2] == ["grade"]:  # warm the workers' fork server while the grader imports nbgrader
         lean_start()
+        if not any(arg == "--cluster" or arg.startswith("--cluster=") for arg in sys.argv):
+            from .grading.bounded import HELPERS  # the helpers that read and render notebooks: their imports, meanwhile
+
+            HELPERS.warm()
         if "--unsafe-no-sandbox" in sys.argv:
             from .grading.worker import forkserver_context
 

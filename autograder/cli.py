@@ -15,6 +15,7 @@ from typing import Any
 from . import __version__, checks, notebook, probes, report
 from .checks import NOT_IMPLEMENTED, Check, CheckResult, run_checks
 from .checks.messages import hint_level
+from .lines import one_line
 from .loader import NOT_DONE, CheckCell, Loaded, UnreadableFile, load
 from .settings import Hints, Limits, Tolerance, load_config
 
@@ -280,10 +281,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             try:
                 return grade_command(args)
             except (GradingError, Unavailable) as exc:
-                print(f"autograder: error: {exc}", file=sys.stderr)
+                print(f"autograder: error: {one_line(exc)}", file=sys.stderr)
                 return 2
     except (UsageError, UnreadableFile, FileNotFoundError) as exc:
-        print(f"autograder: error: {exc}", file=sys.stderr)
+        print(f"autograder: error: {one_line(exc)}", file=sys.stderr)
         return 2
     except ModuleNotFoundError as exc:
         if (exc.name or "").split(".")[0] not in COURSE_MODULES:

@@ -17,6 +17,8 @@ from nbgrader.plugins import ExportPlugin
 from nbgrader.plugins.zipcollect import FileNameCollectorPlugin
 from traitlets import Dict, Unicode
 
+from .lines import one_line
+
 # Canvas's gradebook CSV, as its Instructor Guide "How do I import grades in the Gradebook?"
 # (community.canvaslms.com/t5/Instructor-Guide/How-do-I-import-grades-in-the-Gradebook/ta-p/807) describes it and
 # its own "Export" writes it: the identity columns Student ("Last, First"), ID (the Canvas user id), SIS User ID,
@@ -48,7 +50,7 @@ class CanvasExportPlugin(ExportPlugin):
             w.writerow([POINTS_POSSIBLE] + [""] * (len(CANVAS_IDENTITY) - 1) + [_number(a.max_score) for a in assignments])
             for s in students:
                 name = ", ".join(x for x in (s.last_name, s.first_name) if x) or s.id
-                w.writerow([name, s.lms_user_id or "", s.id, s.email or "", self.section]
+                w.writerow([one_line(x) for x in (name, s.lms_user_id or "", s.id, s.email or "", self.section)]
                            + [_number(_final_score(gradebook, a.name, s.id)) for a in assignments])
 
 
@@ -86,7 +88,7 @@ class CanvasCollectorPlugin(FileNameCollectorPlugin):
         student = self._roster().get(info["lms_user_id"])
         if student is None:
             self.log.warning("Skipping %s: Canvas user %s is not on the roster (nbgrader db student import)",
-                             submitted_file, info["lms_user_id"])
+                             one_line(submitted_file), one_line(info["lms_user_id"]))
             return None
         return {"student_id": student, "file_id": info["file_id"] + info["ext"]}
 

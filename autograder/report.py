@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from .checks.base import CheckResult
 from .checks.messages import METHOD_OF, method_prefix
+from .lines import one_line
 
 PASS, FAIL = "✓", "✗"
 
@@ -113,13 +114,13 @@ def result_lines(result: CheckResult) -> list[str]:
     """A ✓ line, or a ✗ line with the lead, then the evidence ("seen: ...") and the reproduce lines, indented."""
     if result.passed:
         first, *rest = result.message.splitlines() or [""]
-        return [f"{PASS} {result.name}: {first}", *("    " + ln for ln in rest)]
+        return [one_line(ln) for ln in [f"{PASS} {result.name}: {first}", *("    " + ln for ln in rest)]]
     d = diagnosis(result)
     lines = [f"{FAIL} {result.name}: {d.lead}"]
     lines += [f"    {'seen: ' if i == 0 and d.sentence else ''}{ln}" for i, ln in enumerate(d.evidence)]
     if d.repro:
         lines += ["    reproduce:", *("      " + ln for ln in d.repro)]
-    return lines
+    return [one_line(ln) for ln in lines]  # (the evidence quotes the learner's names and formulas: one line each)
 
 
 def human(results: Sequence[CheckResult]) -> str:

@@ -29,6 +29,30 @@ class Limits(Configurable):
     notebook_output_bytes = Int(5_000_000, help="Bytes of output (as notebook JSON) all cells of a notebook may leave "
                                 "while grading; past it, outputs are dropped with a note.").tag(config=True)
     notebook_mb = Int(20, help="Largest submitted notebook file read, in MiB (a bigger one scores 0).").tag(config=True)
+    notebook_cells = Int(10_000, help="Most cells a submitted notebook may hold; more: not read, scored 0 and flagged "
+                         "(checked on the file's bytes before it is parsed).").tag(config=True)
+    read_timeout = Float(30.0, help="Seconds the grader may spend reading one submitted notebook (parse, bounds, "
+                         "validation), in a helper process; past it, not read, scored 0 and flagged.").tag(config=True)
+    render_timeout = Float(30.0, help="Seconds the grader may spend making one autograded notebook safe to show "
+                           "(markdown, HTML, SVG) and writing it, in a helper process; past it, what is left is shown as "
+                           "plain text and the notebook is flagged (its scores stand).").tag(config=True)
+    helper_memory_mb = Int(2048, help="Address-space cap of the helper process that reads and renders a notebook, in "
+                           "MiB.").tag(config=True)
+
+
+# Bounds on a submitted notebook's shape, checked after its JSON is parsed (in the helper process) and before nbformat
+# validates it: a notebook nested deeper, or with a longer text, is not read (scored 0, flagged).
+NOTEBOOK_DEPTH = 64  # JSON nesting (a notebook's own is ~8; cell metadata a few more)
+NOTEBOOK_VALUES = 1_000_000  # JSON values (strings, numbers, lists, objects) in all: nbformat validates each one
+NOTEBOOK_TEXT_CHARS = 8 * 2**20  # the longest text, in characters: one JSON string, or one cell's source joined from its lines
+# A submission's files besides its notebooks (data a notebook reads): handed to the notebook's worker and copied into
+# autograded/ only while they fit in these, counted by apparent size (st_size: a sparse file counts whole, as a copy
+# writes it); each file past a bound is refused and flagged, the rest go on.
+OTHER_FILES_BYTES = 50 * 2**20
+OTHER_FILES_COUNT = 1_000
+# Bounds on what the helper makes safe to show (autograder/grading/bounded.py):
+HTML_DEPTH = 1_000  # elements open at once in learner HTML (nh3's cleaning is quadratic in it): deeper, shown as text
+STANDIN_CHARS = 2_000  # characters of a cell or output shown as plain text when it could not be made safe in time
 
 
 class BatchGrading(Configurable):

@@ -54,6 +54,18 @@ def test_csv_has_one_row_per_misconception_most_common_first():
     assert rows[0]["students"] == "2" and rows[0]["student_ids"] == "ada bob"
 
 
+def test_the_misconceptions_csv_reads_back_as_written_line_ends_included(tmp_path):
+    rows = [*ROWS, Row("eve\nmallory,5\r\u202e", "03_backward", 1, 8, misconceptions=["backward.forward_order"])]
+    class_report.write(tmp_path, "workbook", rows)
+    data = (tmp_path / "reports" / "workbook-misconceptions.csv").read_bytes().decode("utf-8")
+    assert "\ufffd" not in data and data.endswith("\r\n")  # every line ends as csv wrote it, never in U+FFFD
+    assert "\n" not in data.replace("\r\n", "") and "\r" not in data.replace("\r\n", "")
+    with open(tmp_path / "reports" / "workbook-misconceptions.csv", encoding="utf-8", newline="") as f:
+        back = list(csv.reader(f))
+    assert back == list(csv.reader(io.StringIO(class_report.render_csv(rows), newline="")))
+    assert back[1][:4] == ["backward.forward_order", "Value.backward", "3", "bob cy<script> eve\\nmallory,5\\r\\u202e"]
+
+
 def test_page_is_self_contained_and_escapes_student_names():
     page = class_report.render_html("workbook", ROWS)
     assert page.count("<svg class='histogram'") == 2 and "<script>" not in page and "cy&lt;script&gt;" in page

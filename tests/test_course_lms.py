@@ -43,7 +43,10 @@ def gradebook(tmp_path):
 def test_canvas_export_writes_canvas_s_identity_columns_points_possible_and_final_scores(gradebook, tmp_path):
     dest = tmp_path / "canvas.csv"
     CanvasExportPlugin(to=str(dest), assignment_columns={"ps1": "Problem set 1 (4242)"}).export(gradebook)
-    lines = list(csv.reader(dest.read_text().splitlines()))
+    data = dest.read_bytes().decode("utf-8")  # read back as written: csv's own line ends, \r\n, and nothing else
+    assert data.endswith("\r\n") and "\n" not in data.replace("\r\n", "") and "\r" not in data.replace("\r\n", "")
+    with open(dest, encoding="utf-8", newline="") as f:
+        lines = list(csv.reader(f))
     assert lines[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "Problem set 1 (4242)"]
     assert lines[0][:5] == CANVAS_IDENTITY
     assert lines[1] == [POINTS_POSSIBLE, "", "", "", "", "3"]

@@ -114,7 +114,7 @@ def test_a_notebooks_outputs_past_its_total_are_dropped_with_a_note(forged: Forg
 
 
 def test_the_total_counts_outputs_as_the_autograded_file_holds_them_so_the_file_stays_near_it(forged: ForgedWorker) -> None:
-    from autograder.grading.store import notebook_file
+    from autograder.grading.bounded import notebook_file
 
     cells = 12
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print('\\n' * 10_000)") for _ in range(cells)])
@@ -144,7 +144,8 @@ outputs_strategy = st.lists(st.one_of(
 def test_written_size_is_what_the_outputs_add_to_the_autograded_file(outputs: list[dict[str, Any]]) -> None:
     import copy
 
-    from autograder.grading.store import notebook_file, written_size
+    from autograder.grading.bounded import notebook_file
+    from autograder.grading.store import written_size
 
     def file_of(outs: list[Any]) -> int:
         return len(notebook_file(nbformat.from_dict(nbformat.v4.new_notebook(

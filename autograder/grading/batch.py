@@ -23,8 +23,9 @@ from nbgrader.api import Gradebook
 from nbgrader.coursedir import CourseDirectory
 from traitlets.config import Config
 
+from ..lines import one_line
 from ..settings import BatchGrading, Hints, Limits, Tolerance
-from . import class_report, sandbox
+from . import bounded, class_report, sandbox
 from .executors import LocalPool
 from .formgrader import autograded_untouched
 from .journal import Journal
@@ -32,7 +33,7 @@ from .late import LatePenalties
 from .other_files import copy_other_files
 from .pipeline import Clock, Shared
 from .source import AssignmentSpec, GradingError, load_assignment
-from .store import BulkGradebook, atomic_write, course_lock, course_secret, csv_text, register_students, valid_text
+from .store import BulkGradebook, atomic_write, course_lock, course_secret, csv_text, register_students
 from .submission import Refused, Submission
 from .types import GRADER_VERSION, Code, Item, Row, Status, Task
 from .writer import Paths, Writer
@@ -45,7 +46,8 @@ __all__ = ["GRADER_VERSION", "Course", "Item", "Options", "Row", "Status", "run"
 EDITED_STATE = "its resume record was edited outside the grader: ignored, regraded"
 LATE_STEP = "its submission time and late penalty"
 FINISH_STUDENTS = 500  # students a transaction in `finish`: a few thousand rows, so no other program waits long
-UNNAMED = "the submission folder's name is not UTF-8 text (or holds a control character): not graded; rename the folder"
+UNNAMED = ("the submission folder's name is not UTF-8 text (or holds a control, format or line-breaking character): not "
+           "graded; rename the folder")
 
 
 @dataclass
@@ -126,7 +128,7 @@ def settings_text(limits: Limits, tolerance: Tolerance, unsafe_no_sandbox: bool 
     """The grading settings that can change a grade (or, the hint level, its feedback), as stable text for the
     fingerprint."""
     keys = {"limits": ["check_timeout", "cell_timeout", "notebook_timeout", "memory_mb", "output_bytes", "notebook_mb",
-                          "notebook_output_bytes"],
+                          "notebook_output_bytes", "notebook_cells", "read_timeout", "render_timeout", "helper_memory_mb"],
             "tolerance": ["rtol", "atol", "forward_rtol"]}
     values = {k: [getattr(limits if k == "limits" else tolerance, n) for n in names] for k, names in keys.items()}
     if unsafe_no_sandbox:  # a grade earned outside the sandbox is regraded once the sandbox is back
@@ -169,6 +171,8 @@ def run(options: Options) -> list[Row]:
         stack.enter_context(course_lock(course.root))
         if not options.cluster:
             stack.enter_context(sandbox.MODE.using(options.unsafe_no_sandbox))
+            bounded.HELPERS.warm()
+            stack.callback(bounded.HELPERS.close)
         rows = grade(options, course, limits, tolerance, jobs, cluster)
     rows.sort(key=lambda r: (r.student, r.notebook))
     if options.unsafe_no_sandbox:
@@ -193,9 +197,9 @@ def grade(options: Options, course: Course, limits: Limits, tolerance: Tolerance
     students = course.students(options.assignment, options.students)
     if not students:
         raise GradingError(f"no submissions of {options.assignment!r} in {course.root / course.coursedir.submitted_directory}")
-    unnamed = [s for s in students if valid_text(s) != s or "\n" in s]  # no gradebook, CSV or page can hold the id
+    unnamed = [s for s in students if one_line(s) != s]  # no gradebook, CSV or page can hold the id as it is
     for student in unnamed:
-        rows += [Row(valid_text(student), name, 0.0, nb.max_score, Status.NOT_GRADED)
+        rows += [Row(one_line(student), name, 0.0, nb.max_score, Status.NOT_GRADED)
                  for name, nb in spec.notebooks.items()]
         for row in rows[-len(spec.notebooks):]:
             row.add(Code.UNNAMED, UNNAMED)
@@ -240,11 +244,11 @@ def grade(options: Options, course: Course, limits: Limits, tolerance: Tolerance
 
 
 def validate(row: Row) -> None:
-    """Make every text of the row one that each writer can encode (a lone surrogate cannot be UTF-8)."""
-    row.student, row.notebook = valid_text(row.student), valid_text(row.notebook)
-    row.reasons = [type(r)(r.code, valid_text(r.text)) for r in row.reasons]
-    row.flags = [valid_text(f) for f in dict.fromkeys(row.flags)]
-    row.misconceptions = [valid_text(m) for m in row.misconceptions]
+    """Make every text of the row one line with nothing hidden (`one_line`), which each writer can encode."""
+    row.student, row.notebook = one_line(row.student), one_line(row.notebook)
+    row.reasons = [type(r)(r.code, one_line(r.text)) for r in row.reasons]
+    row.flags = [one_line(f) for f in dict.fromkeys(row.flags)]
+    row.misconceptions = [one_line(m) for m in row.misconceptions]
 
 
 def finish(course: Course, assignment: str, rows: list[Row]) -> None:
@@ -274,7 +278,9 @@ def finish(course: Course, assignment: str, rows: list[Row]) -> None:
                         _step_failed(one[1], LATE_STEP, exc)
             for submission, its_rows in work:
                 try:
-                    copy_other_files(course.coursedir, assignment, its_rows[0].student, submission)
+                    flags = copy_other_files(course.coursedir, assignment, its_rows[0].student, submission)
+                    for row in its_rows:
+                        row.flags.extend(f for f in flags if f not in row.flags)
                 except Exception as exc:
                     _step_failed(its_rows, "copying its other files into autograded/", exc)
 
@@ -290,7 +296,7 @@ def _file_late(bulk: BulkGradebook, penalties: LatePenalties, work: list[tuple[S
 
 
 def _step_failed(rows: list[Row], what: str, exc: BaseException) -> None:
-    why = f"{what} failed ({type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''})"
+    why = f"{what} failed ({type(exc).__name__}: {one_line(exc)[:200]})"
     for row in rows:
         row.add(Code.STEP_FAILED, why)
 
@@ -318,8 +324,9 @@ def write_outputs(course: Course, options: Options, rows: list[Row]) -> None:
 def summary(rows: list[Row]) -> str:
     """The table printed at the end: student, notebook, score, max, status and flags or reason."""
     head = ("student", "notebook", "score", "max", "status / flags")
-    lines = [(r.student, r.notebook, f"{r.score:g}", f"{r.max_score:g}",
-              "; ".join([r.status.value, *([r.reason] if r.reason else []), *([f"FLAGGED: {' | '.join(r.flags)}"] if r.flags else [])]))
+    lines = [(one_line(r.student), one_line(r.notebook), f"{r.score:g}", f"{r.max_score:g}",
+              one_line("; ".join([r.status.value, *([r.reason] if r.reason else []),
+                                  *([f"FLAGGED: {' | '.join(r.flags)}"] if r.flags else [])])))
              for r in rows]
     widths = [max(len(x[i]) for x in [head, *lines]) for i in range(4)]
     fmt = "  ".join(f"{{:{'>' if i in (2, 3) else '<'}{w}}}" for i, w in enumerate(widths)) + "  {}"

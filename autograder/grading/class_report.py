@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Protocol
 
 from ..checks.messages import METHOD_OF, MISCONCEPTIONS, at_level
+from ..lines import one_line
 
 REPORT_DIR = "reports"
 
@@ -119,7 +120,7 @@ def histogram_svg(scores: Sequence[float], max_score: float, title: str, not_att
 
 
 def _esc(text: object) -> str:
-    return html.escape(str(text), quote=True)
+    return html.escape(one_line(text), quote=True)
 
 
 def render_html(assignment: str, rows: Sequence[NotebookResult]) -> str:
@@ -201,7 +202,8 @@ def write(course_root: Path, assignment: str, rows: Sequence[NotebookResult]) ->
 
     folder = Path(course_root) / REPORT_DIR
     page = folder / f"{assignment}.html"
-    # each file whole or not at all (a run that dies leaves the previous one), from text every writer can encode
+    # each file whole or not at all (a run that dies leaves the previous one), from text every writer can encode (the
+    # CSV's cells are one line each already: its own line ends, \r\n, stay as the csv module wrote them)
     atomic_write(page, valid_text(render_html(assignment, rows)).encode("utf-8"))
-    atomic_write(folder / f"{assignment}-misconceptions.csv", valid_text(render_csv(rows)).encode("utf-8"))
+    atomic_write(folder / f"{assignment}-misconceptions.csv", render_csv(rows).encode("utf-8"))
     return page

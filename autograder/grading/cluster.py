@@ -37,6 +37,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..lines import one_line  # standard library only
 from . import sandbox  # standard library only: a worker that cannot sandbox loads nothing else of the grader
 from .types import Code, Reason, Result
 
@@ -94,7 +95,7 @@ def grade_job(job: Job, shared: Shared) -> Result:
     try:  # a worker whose sandbox died for good must not grade its notebooks 0: it gives them back, and its slots
         sandbox.MODE.pool.current()
     except Exception as exc:
-        _withdraw(str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__)
+        _withdraw(one_line(exc)[:300] if str(exc) else type(exc).__name__)
         raise SandboxLost(f"the grading sandbox of this worker stopped and cannot start again: {exc}") from None
     result = pipeline.grade(task, shared, rest, work)
     if result.graded is not None and result.graded.data is not None:
@@ -150,14 +151,9 @@ def load_grader() -> None:
 
     lean_start()
     importlib.import_module(f"{__package__}.pipeline")
-    from nbformat import v4
+    from .bounded import HELPERS
 
-    from .safe_html import safe_notebook
-    from .store import notebook_file
-
-    # a notebook made safe and rendered once: what the first graded notebook would import (markdown, syntax colours)
-    notebook_file(safe_notebook(v4.new_notebook(cells=[v4.new_markdown_cell("*warm*"), v4.new_code_cell(
-        "1", outputs=[v4.new_output("execute_result", {"text/html": "<b>1</b>"}, execution_count=1)])])))
+    HELPERS.warm()  # the helpers that read and render notebooks (bounded.py): their zygote imports meanwhile
 
 
 class SandboxCheck(WorkerPlugin):
@@ -189,7 +185,7 @@ class SandboxCheck(WorkerPlugin):
                 box = await loop.run_in_executor(None, sandbox.MODE.pool.current)
                 seconds["sandbox"] = box.started if starting else 0.0
             except Exception as exc:  # Unavailable, or anything else: this worker grades nothing
-                error = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
+                error = one_line(exc)[:300] if str(exc) else type(exc).__name__
         seconds["setup"] = time.perf_counter() - t0
         await worker.set_resources(**{RESOURCE: 0 if error else worker.state.nthreads})
         worker.log_event(TOPIC, {"run": self.run, "worker": worker.address, "host": socket.gethostname(), "error": error,
@@ -345,7 +341,7 @@ class DaskPool:
                     result = dataclasses.replace(result, task=task, timestamp=timestamp)
                 except Exception as exc:  # lost by the cluster (KilledWorker, SandboxLost, a grader bug) after its
                     # retries: nothing is stored, so the next run grades it again; the row says so
-                    why = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+                    why = f"{type(exc).__name__}: {one_line(exc)[:200]}"
                     result = Result(task, None, Reason(Code.CLUSTER_LOST,
                                                        f"not graded on the cluster ({why}); the next run grades it again"))
                 future.release()

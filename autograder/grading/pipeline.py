@@ -24,13 +24,12 @@ from nbformat import NotebookNode
 
 from ..checks.messages import hint_level
 from ..settings import Limits, Tolerance
-from . import runner, sandbox
+from . import bounded, runner
 from .judge import stopped_output
 from .late import submission_time
-from .safe_html import escape_markdown, safe_notebook
-from .sanitize import Sanitized, notebook_bytes, parse_submission, sanitize
+from .safe_html import escape_markdown
+from .sanitize import Sanitized, notebook_bytes, sanitize
 from .source import NotebookSpec
-from .store import notebook_file
 from .submission import Refused, Submission, Unreadable
 from .types import Code, Graded, Item, Prepared, Reason, Result, Task
 
@@ -81,15 +80,16 @@ def read_submission(work: Work, shared: Shared) -> None:
     submission = Submission.scan(work.item.path.parent)
     work.timestamp = submission_time(submission).when  # `finish` flags a time it cannot read
     data = notebook_bytes(submission, work.item.notebook, shared.limits.notebook_mb * 2**20)
-    files = submission.other_files(sandbox.MAX_FILES_BYTES)
+    files = submission.other_files()
     others = {rel for rel in submission.refused if not rel.endswith(".ipynb")}
     work.prepared = Prepared(data, files, submission.flags(others))
 
 
 def parse_notebook(work: Work, shared: Shared) -> None:
-    """The notebook's bytes as a notebook (Unreadable when they are not one)."""
+    """The notebook's bytes as a notebook, read in a bounded helper (Unreadable when they are not one; Refused past a
+    bound on its shape or the time to read it)."""
     assert work.prepared is not None
-    work.nb = parse_submission(work.prepared.data)
+    work.nb = bounded.read(work.prepared.data, shared.limits)
 
 
 def sanitize_notebook(work: Work, shared: Shared) -> None:
@@ -118,11 +118,14 @@ def mark_not_run(work: Work, shared: Shared) -> None:
 
 
 def render_notebook(work: Work, shared: Shared) -> None:
-    """The autograded notebook's file, made inert for a browser and serialised here (not on the writer's path)."""
+    """The autograded notebook's file, made inert for a browser and serialised in a bounded helper (not on the writer's
+    path); a cell it could not make safe in time is shown as plain text, and flagged."""
     graded = work.graded
     assert graded is not None
     if graded.nb is not None:
-        graded.data, graded.digest = notebook_file(safe_notebook(graded.nb))
+        graded.data, graded.digest, flags = bounded.render(graded.nb, shared.limits)
+        graded.nb = None  # its file is what is stored (the notebook object, not made safe, is not kept)
+        graded.flags.extend(flags)
 
 
 Step = Callable[[Work, Shared], None]

@@ -21,12 +21,16 @@ The grader applies `safe_notebook` to every autograded notebook it writes, and `
 
 from __future__ import annotations
 
+import html as html_text
 import re
 from functools import cache, lru_cache
 from typing import Any
 
 import nh3
 from nbformat import NotebookNode, from_dict
+
+from ..lines import one_line
+from ..settings import HTML_DEPTH, STANDIN_CHARS
 
 CELL_ID = re.compile(r"[a-zA-Z0-9_-]{1,64}")  # nbformat 4.5's cell id
 GRADE_ID = re.compile(r"[a-zA-Z0-9_-]+")  # nbgrader's grade_id
@@ -54,7 +58,7 @@ MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>&$~|])")  # what can start markup o
 
 def escape_markdown(text: str) -> str:
     """Text the grader writes into markdown (a flag, an exception's name, a reason), shown as the text it is."""
-    return MARKDOWN_SPECIAL.sub(r"\\\1", " ".join(str(text).split("\n")))
+    return MARKDOWN_SPECIAL.sub(r"\\\1", one_line(text))
 
 
 def _fetches(value: str) -> bool:
@@ -96,8 +100,36 @@ def _attributes() -> dict[str, set[str]]:
     return allowed
 
 
+class TooDeep(ValueError):
+    """Learner HTML nested deeper than HTML_DEPTH: not given to nh3, whose cleaning is quadratic in the depth."""
+
+
+TAG = re.compile(r"<(/?)([A-Za-z][^\s/>]*)([^>]*)>")
+VOID_TAGS = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param", "source", "track", "wbr"}
+# tags a parser closes at their next sibling (a run of them is a list, not a nesting): not counted
+SIBLING_TAGS = {"p", "li", "td", "th", "tr", "dt", "dd", "option", "optgroup", "thead", "tbody", "tfoot", "colgroup", "rt", "rp"}
+
+
+def guard_depth(html: str, limit: int = HTML_DEPTH) -> None:
+    """TooDeep when more than `limit` elements could be open at once (an upper bound, one pass over the tags)."""
+    if html.count("<") <= limit:
+        return
+    depth = 0
+    for m in TAG.finditer(html):
+        name = m.group(2).lower()
+        if name in VOID_TAGS or name in SIBLING_TAGS:
+            continue
+        if m.group(1):
+            depth = max(0, depth - 1)
+        elif not m.group(3).endswith("/"):
+            depth += 1
+            if depth > limit:
+                raise TooDeep(f"HTML nested more than {limit} elements deep")
+
+
 def clean_html(html: str) -> str:
     """Learner HTML with nothing that runs or fetches: nh3's allow-list, no class but syntax colours and the grader's own."""
+    guard_depth(str(html))
     classes = {tag: OWN_CLASSES for tag in ("div", "span", "details", "summary", "pre", "table", "p")}
     classes["span"] = classes["span"] | _pygments_classes()
     classes["div"] = classes["div"] | {"highlight"}
@@ -107,6 +139,7 @@ def clean_html(html: str) -> str:
 
 def clean_svg(svg: str) -> str:
     """A learner SVG with only drawing elements and presentation attributes (no script, link, foreign HTML or fetch)."""
+    guard_depth(str(svg))
     return nh3.clean(str(svg), tags=SVG_TAGS, attributes={"*": SVG_ATTRIBUTES}, attribute_filter=_attribute,
                      url_schemes=set(), link_rel=None, clean_content_tags={"script", "style"})
 
@@ -130,7 +163,11 @@ def _remembered_markdown(text: str) -> str:
 def _render_markdown(text: str) -> str:
     from nbconvert.filters.markdown import markdown2html_mistune
 
-    html = clean_html(markdown2html_mistune(text))
+    return _html_block(clean_html(markdown2html_mistune(text)))
+
+
+def _html_block(html: str) -> str:
+    """HTML as one markdown HTML block, which a markdown renderer copies unchanged."""
     # a blank line would end the HTML block and send the rest through markdown again: keep every line non-blank
     lines = [line if line.strip() else "<span></span>" + line for line in html.split("\n")]
     return '<div class="autograder-markdown">' + "\n".join(lines).rstrip() + "</div>"
@@ -191,14 +228,54 @@ def safe_notebook(nb: NotebookNode) -> NotebookNode:
     """The notebook, in place, with every piece of learner content inert (see the module's docstring)."""
     nb.metadata = from_dict(safe_metadata(nb.get("metadata")))
     for i, cell in enumerate(nb.cells):
-        cell.metadata = from_dict(_safe_cell_metadata(cell))
-        if "id" in cell and not (isinstance(cell.id, str) and CELL_ID.fullmatch(cell.id)):
-            cell.id = f"cell-{i}"
-        cell.pop("attachments", None)
-        if cell.cell_type == "markdown":
-            cell.source = safe_markdown(cell.source)
-        elif cell.cell_type == "raw":
-            cell.source = clean_html(cell.source)
-        elif cell.cell_type == "code":
-            cell.outputs = [_safe_output(o) for o in cell.get("outputs", [])]
+        try:
+            safe_cell(cell, i)
+        except TooDeep as exc:
+            standin_cell(cell, i, str(exc))
     return nb
+
+
+def safe_cell(cell: Any, i: int) -> Any:
+    """Cell `i` of a notebook, in place, with its learner content inert (the grader makes each cell safe on its own)."""
+    cell.metadata = from_dict(_safe_cell_metadata(cell))
+    if "id" in cell and not (isinstance(cell.id, str) and CELL_ID.fullmatch(cell.id)):
+        cell.id = f"cell-{i}"
+    cell.pop("attachments", None)
+    if cell.cell_type == "markdown":
+        cell.source = safe_markdown(cell.source)
+    elif cell.cell_type == "raw":
+        cell.source = clean_html(cell.source)
+    elif cell.cell_type == "code":
+        cell.outputs = [_safe_output(o) for o in cell.get("outputs", [])]
+    return cell
+
+
+def _plain(text: Any) -> str:
+    text = "".join(text) if isinstance(text, list) else str(text)
+    return text if len(text) <= STANDIN_CHARS else text[:STANDIN_CHARS] + f" … ({len(text) - STANDIN_CHARS} more characters)"
+
+
+def standin_cell(cell: Any, i: int, why: str) -> Any:
+    """Cell `i`, in place, with its learner content shown as plain text (escaped, cut at STANDIN_CHARS) and a note
+    saying why: what stands for a cell that could not be made safe (`why`). No renderer or sanitiser runs."""
+    cell.metadata = from_dict(_safe_cell_metadata(cell))
+    if "id" in cell and not (isinstance(cell.id, str) and CELL_ID.fullmatch(cell.id)):
+        cell.id = f"cell-{i}"
+    cell.pop("attachments", None)
+    note = f"[not shown as it was written: {why}; as plain text]"
+    if cell.cell_type in ("markdown", "raw"):
+        cell.source = _html_block(f"<p><em>{html_text.escape(note)}</em></p><pre>{html_text.escape(_plain(cell.source))}</pre>")
+    elif cell.cell_type == "code":
+        outputs = []
+        for out in cell.get("outputs", []):
+            if out.get("output_type") in ("stream", "error"):
+                outputs.append(out)
+                continue
+            data = out.get("data", {}) if isinstance(out.get("data"), dict) else {}
+            plain = _plain(data["text/plain"]) + "\n" if "text/plain" in data else ""
+            kept = {"output_type": out.get("output_type"), "data": {"text/plain": plain + note}, "metadata": {}}
+            if out.get("output_type") == "execute_result":
+                kept["execution_count"] = out.get("execution_count")
+            outputs.append(from_dict(kept))
+        cell.outputs = outputs
+    return cell

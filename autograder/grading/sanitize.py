@@ -5,14 +5,17 @@ from __future__ import annotations
 import itertools
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import nbformat
 from nbformat import NotebookNode
 from nbgrader import utils as nbutils
 
-from .source import NotebookSpec
+from ..settings import NOTEBOOK_DEPTH, NOTEBOOK_TEXT_CHARS, NOTEBOOK_VALUES
 from .submission import Refused, Submission, Unreadable
+
+if TYPE_CHECKING:  # (the helper process that parses notebooks never loads nbgrader.api and SQLAlchemy)
+    from .source import NotebookSpec
 
 BEGIN_HIDDEN, END_HIDDEN = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
 HIDDEN_NOTE = "# (hidden tests: run by the grader, source not shown)\n"
@@ -48,8 +51,43 @@ def notebook_bytes(submission: Submission, name: str, max_bytes: int) -> bytes:
         raise Unreadable(f"cannot read the notebook ({exc.strerror})") from None
 
 
-def parse_submission(raw: bytes) -> NotebookNode:
-    """The notebook in a submitted file's bytes (read by `notebook_bytes`, or sent to a cluster worker), or Unreadable."""
+def shape_problem(data: dict[str, Any], max_cells: int, max_depth: int = NOTEBOOK_DEPTH,
+                  max_text: int = NOTEBOOK_TEXT_CHARS, max_values: int = NOTEBOOK_VALUES) -> str | None:
+    """What makes a parsed notebook too big to read on (too many cells or values, too deep, a text too long), or None.
+
+    One pass over the parsed JSON, before nbformat validates it (its cost grows with every cell and value)."""
+    cells = data["cells"]
+    if len(cells) > max_cells:
+        return f"it has {len(cells)} cells, more than the limit of {max_cells}"
+    stack: list[tuple[Any, int]] = [(data, 1)]
+    values = 1
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, str):
+            if len(value) > max_text:
+                return f"it holds a text of {len(value)} characters, more than the limit of {max_text}"
+            continue
+        if not isinstance(value, (dict, list)):
+            continue
+        if depth > max_depth:
+            return f"it is nested more than {max_depth} levels deep"
+        values += len(value) * (2 if isinstance(value, dict) else 1)  # (counted before they are walked)
+        if values > max_values:
+            return f"it holds more than {max_values} JSON values"
+        if isinstance(value, dict):
+            stack.extend((k, depth) for k in value)
+            value = value.values()
+        stack.extend((v, depth + 1) for v in value)
+    for cell in cells:
+        source = cell.get("source") if isinstance(cell, dict) else None
+        if isinstance(source, list) and sum(len(s) for s in source if isinstance(s, str)) > max_text:
+            return f"a cell's source is more than the limit of {max_text} characters"
+    return None
+
+
+def parse_submission(raw: bytes, max_cells: int) -> NotebookNode:
+    """The notebook in a submitted file's bytes (read by `notebook_bytes`, or sent to a cluster worker), or Unreadable;
+    Refused (flagged) when its shape is past a bound (`shape_problem`). Run in a bounded process (`bounded.read`)."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -60,6 +98,10 @@ def parse_submission(raw: bytes) -> NotebookNode:
         raise Unreadable(f"the notebook is not valid JSON ({str(exc).splitlines()[0][:120]})") from None
     if not isinstance(data, dict) or not isinstance(data.get("cells"), list) or not isinstance(data.get("nbformat"), int):
         raise Unreadable("the file is JSON but not a notebook (no cells or nbformat version)")
+    problem = shape_problem(data, max_cells)
+    if problem:
+        raise Refused(f"the notebook is not read: {problem}; scored 0")
+    del data
     try:
         nb = nbformat.reads(text, as_version=4, capture_validation_error={})
     except Exception as exc:

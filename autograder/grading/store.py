@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import datetime
 import fcntl
-import hashlib
 import json
 import os
 import secrets
@@ -23,6 +22,8 @@ from nbgrader.api import Comment, Grade, Gradebook, MissingEntry, SubmittedAssig
 from sqlalchemy import bindparam, event, func, insert, select, update
 from sqlalchemy.engine import Engine
 
+from ..lines import one_line
+from .bounded import notebook_file
 from .source import GradingError
 from .types import Graded
 
@@ -94,16 +95,15 @@ def valid_text(text: str) -> str:
 
 
 _INVALID = {c: "\ufffd" for c in [*range(0x20), 0x7F, *range(0xD800, 0xE000)] if chr(c) not in "\t\n"}
-_SURROGATES = {c: "\ufffd" for c in range(0xD800, 0xE000)}
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")  # a spreadsheet reads a cell starting so as a formula
 
 
 def csv_text(cells: list[str]) -> list[str]:
-    """A CSV line's cells as safe text: valid UTF-8, and a cell a spreadsheet would run as a formula quoted with `'`
-    (OWASP's advice; numbers are not touched)."""
+    """A CSV line's cells as safe text: one line each with nothing hidden (`one_line`: valid UTF-8 too), and a cell a
+    spreadsheet would run as a formula quoted with `'` (OWASP's advice; numbers are not touched)."""
     out = []
     for cell in cells:
-        cell = valid_text(cell)
+        cell = one_line(cell)
         if cell.startswith(FORMULA_START) and not _number(cell):
             cell = "'" + cell
         out.append(cell)
@@ -131,18 +131,6 @@ def written_size(outputs: list[Any]) -> int:
     cell = split_lines(nbformat.from_dict({"cells": [{"cell_type": "code", "outputs": outputs}]})).cells[0]
     text = json.dumps(cell.outputs, indent=1, sort_keys=True, separators=(",", ": "), ensure_ascii=False)
     return len(text.encode("utf-8", "surrogatepass")) + OUTPUTS_DEPTH * text.count("\n")
-
-
-def notebook_file(nb: nbformat.NotebookNode) -> tuple[bytes, str]:
-    """The autograded notebook's file contents and their SHA-256 (the resume record keeps it)."""
-    # nbformat.writes would validate first, and only warn when invalid: the cells came through sanitize and the
-    # outputs through the channel's checks, so the same bytes are written without that pass (~40% of the write)
-    text = nbformat.v4.writes_json(nb)
-    try:
-        data = text.encode()
-    except UnicodeEncodeError:  # a lone surrogate in an output or flag (a worker sent it): written as U+FFFD
-        data = text.translate(_SURROGATES).encode()
-    return data, hashlib.sha256(data).hexdigest()
 
 
 def write_notebook(nb: nbformat.NotebookNode, path: Path) -> str:

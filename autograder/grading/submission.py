@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
+from ..settings import OTHER_FILES_BYTES, OTHER_FILES_COUNT
+
 MAX_ENTRIES = 10_000  # files and folders scanned per submission (a collected folder holds a handful)
 
 
@@ -139,20 +141,34 @@ class Submission:
             raise Unreadable(f"{rel} is more than {max_bytes} bytes")
         return data
 
-    def other_files(self, budget: int) -> dict[str, str]:
-        """The files besides notebooks (data the notebook reads), as base64 text, within a total size budget:
+    def bounded_files(self, budget: int = OTHER_FILES_BYTES, count: int = OTHER_FILES_COUNT) -> list[str]:
+        """The files besides notebooks, in name order, while their number fits in `count` and their apparent sizes
+        (st_size: a sparse file counts whole) in `budget` bytes; each one past a bound is refused, with why."""
+        out: list[str] = []
+        for rel, st in sorted(self.files.items()):
+            if rel.endswith(".ipynb"):
+                continue
+            if len(out) >= count:
+                self.refused[rel] = f"is beyond the first {count} files besides notebooks (OTHER_FILES_COUNT): not used"
+            elif st.st_size > budget:
+                self.refused[rel] = (f"is {st.st_size} bytes (its apparent size), more than the {budget} bytes left of "
+                                     f"{OTHER_FILES_BYTES} for the files besides notebooks (OTHER_FILES_BYTES): not used")
+            else:
+                budget -= st.st_size
+                out.append(rel)
+        return out
+
+    def other_files(self) -> dict[str, str]:
+        """The files besides notebooks (data the notebook reads) within `bounded_files`' bounds, as base64 text:
         they reach the worker as data over its channel, never through a shared folder."""
         out: dict[str, str] = {}
-        for rel, st in sorted(self.files.items()):
-            if rel.endswith(".ipynb") or st.st_size > budget:
-                continue
+        for rel in self.bounded_files():
             try:
-                data = self.read(rel, budget)
+                data = self.read(rel, self.files[rel].st_size)  # (grown since the scan: Unreadable, not used)
             except Refused:
                 self.refused.setdefault(rel, "changed into another file while being read")
                 continue
             except (OSError, Unreadable):
                 continue
-            budget -= len(data)
             out[rel] = base64.b64encode(data).decode("ascii")
         return out

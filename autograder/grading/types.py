@@ -16,7 +16,7 @@ from .. import __version__
 if TYPE_CHECKING:
     from nbformat import NotebookNode
 
-GRADER_VERSION = f"{__version__}/grading-3"  # bump when a change to the grader may change a grade
+GRADER_VERSION = f"{__version__}/grading-4"  # bump when a change to the grader may change a grade
 
 
 class Status(str, enum.Enum):

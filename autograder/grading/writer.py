@@ -23,7 +23,9 @@ from pathlib import Path
 
 from nbgrader.api import Gradebook
 
+from ..lines import one_line
 from . import runner
+from .bounded import notebook_file
 from .executors import Executor
 from .formgrader import autograded_digest, flag_box
 from .journal import Journal
@@ -32,7 +34,7 @@ from .pipeline import Clock, not_graded
 from .safe_html import safe_notebook
 from .sandbox import UNSANDBOXED
 from .source import AssignmentSpec
-from .store import BulkGradebook, Entry, atomic_write, notebook_file, valid_text
+from .store import BulkGradebook, Entry, atomic_write
 from .submission import Submission
 from .types import Code, Graded, Reason, Record, Result, Row, Status, Task
 
@@ -165,8 +167,8 @@ class Writer:
                 return task, None, Row(item.student, item.notebook, 0.0, nb_spec.max_score, Status.NOT_GRADED,
                                        reasons=[why])
             graded = not_graded(self.paths.release / f"{item.notebook}.ipynb", nb_spec, why, result.flags)
-        graded.flags = [valid_text(f) for f in dict.fromkeys(graded.flags)]
-        graded.reason, graded.notes = valid_text(graded.reason), [valid_text(n) for n in graded.notes]
+        graded.flags = [one_line(f) for f in dict.fromkeys(graded.flags)]
+        graded.reason, graded.notes = one_line(graded.reason), [one_line(n) for n in graded.notes]
         untouched = bool(graded.comments) and all(c == runner.NO_RESPONSE for c in graded.comments.values())
         row = Row(item.student, item.notebook, graded.score, graded.max_score,
                   Status.GRADED if graded.ran else Status.NOT_GRADED, graded.flags, reasons_of(graded),
@@ -211,8 +213,8 @@ def reasons_of(graded: Graded) -> list[Reason]:
 
 def grader_error(exc: BaseException) -> Reason:
     """The reason of a notebook a grader bug stopped (graded 0; the batch goes on)."""
-    return Reason(Code.GRADER_ERROR, f"grader error {type(exc).__name__}: {exc}")
+    return Reason(Code.GRADER_ERROR, one_line(f"grader error {type(exc).__name__}: {exc}"))
 
 
 def _one_line(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+    return f"{type(exc).__name__}: {one_line(exc)[:200]}"

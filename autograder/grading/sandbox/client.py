@@ -437,7 +437,7 @@ def run_worker(conn: Connection, plan: dict[str, Any], workdir: str) -> None:
     child_main(conn, plan, workdir)
 
 
-MAX_FILES_BYTES = 50 * 2**20
+MAX_FILES_BYTES = 50 * 2**20  # settings.OTHER_FILES_BYTES (a test keeps them equal: this package imports only the standard library)
 
 
 def submission_files(folder: Path | None, limit: int = MAX_FILES_BYTES) -> dict[str, str]:
