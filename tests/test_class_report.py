@@ -57,7 +57,7 @@ def test_csv_has_one_row_per_misconception_most_common_first():
 def test_page_is_self_contained_and_escapes_student_names():
     page = class_report.render_html("workbook", ROWS)
     assert page.count("<svg class='histogram'") == 2 and "<script>" not in page and "cy&lt;script&gt;" in page
-    assert "http" not in page and "<img" not in page  # no server, no link to fetch
+    assert "http:" not in page and "https:" not in page and "<img" not in page  # no server, no link to fetch
 
 
 def bars(svg: str) -> dict[str, tuple[int, float]]:
