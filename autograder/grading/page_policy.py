@@ -33,6 +33,7 @@ NOTEBOOK_CSS = (".output_subarea, .text_cell_render, #notebook-container > :not(
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 _HEAD = re.compile(r"<head(\s[^>]*)?>", re.I)
+_FONT_FACE = re.compile(r"@font-face\s*\{[^}]*\}", re.I)
 
 
 def formgrader_policy(nonce: str) -> str:
@@ -55,18 +56,27 @@ def inert_page(page: str, policy: str = POLICY, css: str = "") -> str:
     """`page` with `policy` (and `css`, a style sheet) as the first elements of its head.
 
     The page's own head comes before any learner content, so the policy is in force before anything a learner wrote
-    is parsed. A page without a head is refused: it would be written without its policy."""
+    is parsed. A page without a head is refused: it would be written without its policy. The head's own `@font-face`
+    rules (bootstrap's icon font, inlined in nbgrader's feedback page) are dropped: no font loads under `POLICY`, and
+    Chromium reports each refused font as an error in the console."""
     head = _HEAD.search(page)
     if head is None:
         raise ValueError("the page has no <head>: it cannot carry its Content-Security-Policy")
+    body = page.find("<body", head.end())
+    own = page[head.end():body if body >= 0 else len(page)]
+    if policy == POLICY:
+        own = _FONT_FACE.sub("", own)
     extra = policy_meta(policy) + (f"\n<style>{css}</style>" if css else "")
-    return page[:head.end()] + "\n" + extra + page[head.end():]
+    return page[:head.end()] + "\n" + extra + own + (page[body:] if body >= 0 else "")
+
+
+FORMGRADE_PAGE = "autograder_formgrade.html.j2"  # the formgrader's view: nbgrader's, with an inert head and bar
 
 
 def template_basedirs() -> list[str]:
-    """nbconvert's template folders for these pages (`HTMLExporter.extra_template_basedirs`): the project's first,
-    then nbgrader's (its feedback and formgrade templates). The project's hold only what they replace: the
-    formgrader's head (policy, script nonces) and a `mathjax()` that loads nothing (nbconvert's asks a CDN)."""
+    """nbconvert's template folders for the feedback page (`HTMLExporter.extra_template_basedirs`, which nbgrader's
+    GenerateFeedback leaves to the course's configuration): the project's first, where `classic/mathjax.html.j2` is a
+    `mathjax()` that loads nothing (nbconvert's asks a CDN), then nbgrader's own feedback and formgrade templates."""
     from importlib.util import find_spec
 
     spec = find_spec("nbgrader")  # its folder, without importing it (the grader reads this config at start-up)
