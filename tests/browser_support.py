@@ -403,13 +403,19 @@ COVERED = """(selector) => {
 }"""
 
 
+# Every element of the page is pointed at and focused, as a reader moving through it would (a learner's handler on
+# mouseover or focus would run then).
+POINT_AT_EVERYTHING = """() => {
+  for (const el of document.querySelectorAll('body *')) {
+    for (const kind of ['mouseover', 'mouseenter', 'mousemove']) el.dispatchEvent(new MouseEvent(kind, {bubbles: true}));
+    if (el.focus) el.focus();
+  }
+}"""
+
+
 def what_the_page_did(page, canary: Canary, settle_ms: int = 1500) -> dict:
-    """After load: hover over what a learner may have left, wait for late handlers, then AUDIT the page."""
-    for element in page.locator("a, img, svg, details, input, video, iframe").all()[:200]:
-        try:
-            element.hover(timeout=300)
-        except Exception:  # hidden or detached: nothing to hover
-            pass
+    """After load: point at and focus every element, wait for late handlers, then AUDIT the page."""
+    page.evaluate(POINT_AT_EVERYTHING)
     page.wait_for_timeout(settle_ms)
     return page.evaluate(AUDIT, canary.host)
 

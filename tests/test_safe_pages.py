@@ -50,6 +50,8 @@ def export(nb: nbformat.NotebookNode, template: str) -> str:
     config.HTMLExporter.template_name = template  # as GenerateFeedback and the formgrader extension set it
     if template == "feedback":  # GenerateFeedback's own: bootstrap's CSS inlined
         config.HTMLExporter.extra_template_paths = [os.path.join(handlers.static_path, "node_modules", "bootstrap", "dist", "css")]
+    else:  # the formgrader extension's own, which win over the course's configuration
+        config.HTMLExporter.extra_template_basedirs = [handlers.template_path]
     resources = {"nbgrader": {"notebook": "02_values", "score": 0, "max_score": 5, "late_penalty": 0}, "base_url": "",
                  "notebook_id": "02_values", "assignment_id": "workbook", "submission_id": "abc", "index": 0, "total": 1,
                  "student": "mallory", "last_name": "<b>Mal</b>", "first_name": "Lory", "notebook_path": "x"}
@@ -312,3 +314,11 @@ def test_the_class_report_carries_the_policy_and_escapes_every_name(tmp_path: Pa
     page = Elements(written)
     assert page_policy_of(page) == POLICY
     assert not page.of("img") and all(not k.startswith("on") for _, a in page.tags for k in a)
+
+
+def test_the_feedback_page_keeps_no_font_face_of_its_own_and_the_learners_text_is_untouched() -> None:
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("`@font-face{src:url(x)}` is CSS")])
+    page = export(nb, "feedback")
+    head, body = page.split("<body", 1)
+    assert "@font-face" not in head and "glyphicon" in head  # bootstrap's rules, without its icon font
+    assert "@font-face{src:url(x)}" in body  # only the page's own head is touched
