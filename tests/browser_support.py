@@ -67,12 +67,6 @@ def artifacts(name: str) -> Path:
 # ---------------------------------------------------------------- the browser
 
 
-# nbconvert's and the formgrader's pages load MathJax from a CDN, which these machines cannot reach; a learner's
-# browser can. Only those errors are forgiven, and only for pages that name MATHJAX_CDN.
-MATHJAX_CDN = ("request failed: https://cdnjs.cloudflare.com/ajax/libs/mathjax/", "console: Failed to load resource: "
-               "net::ERR_NAME_NOT_RESOLVED", "uncaught: MathJax is not defined")
-
-
 @dataclass
 class Console:
     """Every error a page reports: console.error lines, uncaught exceptions, requests that failed."""
