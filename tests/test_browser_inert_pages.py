@@ -223,8 +223,9 @@ def test_the_formgraders_view_of_a_hostile_submission_is_inert_and_its_own_scrip
         submission = gb.find_submission_notebook(NOTEBOOK, support.WORKBOOK, "mallory").id
     console, before = Console(), len(canary.requests)
     console.watch(page)
-    page.goto(f"{url}/formgrader/submissions/{submission}/?index=0")
+    response = page.goto(f"{url}/formgrader/submissions/{submission}/?index=0")
     page.locator(".nbgrader_cell").first.wait_for(timeout=120_000)
+    assert "frame-ancestors 'self'" in response.headers["content-security-policy"]  # the server's header, kept
     # the formgrader's own scripts ran (nonce): they put each autograded score into its box (as the placeholder of a
     # manual score) from the formgrader's API, and the name toggle works
     expect(page.locator("input.score").first).to_have_attribute("placeholder", re.compile(r"^\d"), timeout=60_000)
