@@ -51,6 +51,17 @@ if "nbgrader.converters" in sys.modules:
 # learner content inert: no script runs, no HTML, SVG or markdown is shown uncleaned (autograder/grading/safe_html.py, safe_export.py).
 # nbgrader's own feedback and formgrade templates would render a submission's script as it is.
 c.HTMLExporter.preprocessors = ["autograder.grading.safe_export.SafeHTML"]
+# ... and every page a person opens is inert by construction (autograder/grading/page_policy.py). The feedback page
+# gets its Content-Security-Policy from FeedbackExporter, and the project's template folder first (its mathjax()
+# loads nothing, where nbconvert's asks a CDN). The formgrader sets its exporter's template name and folders itself,
+# so its view names the project's page as its template file: nbgrader's formgrade template with an inert head (the
+# policy, every script with the page's nonce) and bar.
+from autograder.grading.page_policy import FORMGRADE_PAGE, TEMPLATES, template_basedirs  # noqa: E402
+
+c.HTMLExporter.extra_template_basedirs = template_basedirs()
+c.HTMLExporter.extra_template_paths = [str(TEMPLATES)]
+c.HTMLExporter.template_file = FORMGRADE_PAGE
+c.FeedbackExporter.template_file = "index.html.j2"  # nbgrader's feedback page (GenerateFeedback's own paths)
 
 # ---- nbgrader: late submissions. Both graders apply this plugin to every notebook submitted after the due date
 # (plus the student's extension). 'none' (nbgrader's default) records no penalty; 'zero' takes the notebook's

@@ -67,12 +67,6 @@ def artifacts(name: str) -> Path:
 # ---------------------------------------------------------------- the browser
 
 
-# nbconvert's and the formgrader's pages load MathJax from a CDN, which these machines cannot reach; a learner's
-# browser can. Only those errors are forgiven, and only for pages that name MATHJAX_CDN.
-MATHJAX_CDN = ("request failed: https://cdnjs.cloudflare.com/ajax/libs/mathjax/", "console: Failed to load resource: "
-               "net::ERR_NAME_NOT_RESOLVED", "uncaught: MathJax is not defined")
-
-
 @dataclass
 class Console:
     """Every error a page reports: console.error lines, uncaught exceptions, requests that failed."""
@@ -320,3 +314,106 @@ def offline_chromium(folder: Path, site: Path, port: int) -> Path:
         f"exec \"{CHROMIUM}\" \"$@\"' chromium \"$@\"\n")
     script.chmod(0o755)
     return script
+
+
+# ---------------------------------------------------------------- inert pages: a canary, a page server, what a page did
+
+
+class Canary:
+    """An HTTP server on 127.0.0.1 that records every request's path: nothing a learner wrote may ever reach it.
+    With `folder`, it serves that folder's files too (a page served over http resolves `/\\host` as a browser does)."""
+
+    def __init__(self, folder: Path | None = None) -> None:
+        import http.server
+        import threading
+
+        self.requests: list[str] = []
+        canary = self
+
+        class Handler(http.server.SimpleHTTPRequestHandler):
+            def __init__(self, *args, **kwargs) -> None:
+                super().__init__(*args, directory=str(folder or ROOT / "nonexistent"), **kwargs)
+
+            def do_GET(self) -> None:
+                canary.requests.append(self.path)
+                if folder is None:
+                    self.send_response(204)
+                    self.end_headers()
+                else:
+                    super().do_GET()
+
+            do_POST = do_GET
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.host = self.url.split("://", 1)[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+# What a page did, read by the browser itself: the attacks' flag (window.__pwned), every event-handler attribute,
+# every URL attribute the browser resolves to a javascript: URL or to the canary's host, and the elements that have
+# an id or name of the page's own anchors more than once.
+AUDIT = """(canaryHost) => {
+  const urlAttributes = ['src', 'href', 'srcset', 'poster', 'background', 'action', 'formaction', 'data', 'xlink:href'];
+  const found = [];
+  for (const el of document.querySelectorAll('*')) {
+    for (const a of el.attributes) {
+      if (a.name.startsWith('on')) found.push(`${el.tagName} ${a.name}`);
+      if (!urlAttributes.includes(a.name)) continue;
+      for (const part of a.value.split(',')) {
+        let u;
+        try { u = new URL(part.trim().split(/\\s+/)[0], document.baseURI); } catch (e) { continue; }
+        if (u.protocol === 'javascript:' || u.host === canaryHost) found.push(`${el.tagName} ${a.name}=${a.value}`);
+      }
+    }
+  }
+  return {pwned: window.__pwned || null, found: found};
+}"""
+
+# The elements of `selector` (the grader's verdict) that another element covers at their centre, and how many were
+# looked at: each is scrolled to the middle of the window, and the element there must be it or inside it.
+COVERED = """(selector) => {
+  const covered = [];
+  let seen = 0;
+  for (const el of document.querySelectorAll(selector)) {
+    el.scrollIntoView({block: 'center', inline: 'center'});
+    const r = el.getBoundingClientRect();
+    if (!r.width || !r.height) continue;
+    seen += 1;
+    const hit = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
+    if (!hit || !(hit === el || el.contains(hit))) {
+      const by = hit ? `<${hit.tagName.toLowerCase()} class="${hit.className}">: ${hit.textContent.slice(0, 60)}` : 'nothing';
+      covered.push(`${selector} #${seen} covered by ${by}`);
+    }
+  }
+  return {seen: seen, covered: covered};
+}"""
+
+
+# Every element of the page is pointed at and focused, as a reader moving through it would (a learner's handler on
+# mouseover or focus would run then).
+POINT_AT_EVERYTHING = """() => {
+  for (const el of document.querySelectorAll('body *')) {
+    for (const kind of ['mouseover', 'mouseenter', 'mousemove']) el.dispatchEvent(new MouseEvent(kind, {bubbles: true}));
+    if (el.focus) el.focus();
+  }
+}"""
+
+
+def what_the_page_did(page, canary: Canary, settle_ms: int = 1500) -> dict:
+    """After load: point at and focus every element, wait for late handlers, then AUDIT the page."""
+    page.evaluate(POINT_AT_EVERYTHING)
+    page.wait_for_timeout(settle_ms)
+    return page.evaluate(AUDIT, canary.host)
+
+
+def verdict_uncovered(page, selector: str) -> dict:
+    """COVERED for `selector` (the caller asserts `seen` > 0: a test that looked at nothing proves nothing)."""
+    return page.evaluate(COVERED, selector)

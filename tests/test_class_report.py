@@ -69,7 +69,7 @@ def test_the_misconceptions_csv_reads_back_as_written_line_ends_included(tmp_pat
 def test_page_is_self_contained_and_escapes_student_names():
     page = class_report.render_html("workbook", ROWS)
     assert page.count("<svg class='histogram'") == 2 and "<script>" not in page and "cy&lt;script&gt;" in page
-    assert "http" not in page and "<img" not in page  # no server, no link to fetch
+    assert "http:" not in page and "https:" not in page and "<img" not in page  # no server, no link to fetch
 
 
 def bars(svg: str) -> dict[str, tuple[int, float]]:

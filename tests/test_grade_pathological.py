@@ -145,7 +145,7 @@ def _render(nb: Any, **limits: Any) -> tuple[Any, bytes, str, list[str]]:
 def test_adversarial_markdown_past_the_deadline_is_plain_text_and_the_rest_is_rendered() -> None:
     nb = v4.new_notebook(cells=[*honest_cells(), v4.new_markdown_cell("*_" * 400_000)])
     safe, _, _, flags = _render(nb, render_timeout=2.0)
-    assert safe.cells[0].source.startswith('<div class="autograder-markdown"><h1>Title')  # rendered in time
+    assert safe.cells[0].source.startswith('<div><h1>Title')  # rendered in time
     assert "<b>2</b>" in safe.cells[1].outputs[0].data["text/html"]
     assert "not shown as it was written" in safe.cells[2].source and "<pre>*_*_" in safe.cells[2].source
     assert len(safe.cells[2].source) < 3 * 2000 + 500  # the stand-in is cut, never the whole cell
@@ -168,7 +168,7 @@ def test_nesting_deeper_than_nh3_can_clean_in_time_is_plain_text_at_once(where: 
     shown = json.dumps(safe.cells[2])
     assert "<div><div>" not in shown and "<g><g>" not in shown  # the markup is gone; its text, or text/plain, is shown
     assert ("&lt;div&gt;&lt;div&gt;" in shown) if where in ("markdown", "raw") else ("<IPython>\\n[not shown" in shown)
-    assert safe.cells[0].source.startswith('<div class="autograder-markdown"><h1>Title')
+    assert safe.cells[0].source.startswith('<div><h1>Title')
 
 
 def test_deep_html_never_reaches_nh3(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -220,7 +220,7 @@ def test_huge_markdown_and_html_outputs_under_the_caps_end_within_the_deadline()
     cells = [v4.new_code_cell(f"x{i}", outputs=[out]) for i, out in enumerate(outputs)]
     nb = v4.new_notebook(cells=[*honest_cells(), *cells, *[v4.new_markdown_cell("*_" * 32_000) for _ in range(64)]])
     safe, data, _, flags = _render(nb, render_timeout=10.0)
-    assert safe.cells[0].source.startswith('<div class="autograder-markdown"><h1>Title') and flags
+    assert safe.cells[0].source.startswith('<div><h1>Title') and flags
     assert len(data) < 5 * 2**20  # what could not be made safe is cut, never written whole
 
 

@@ -1,7 +1,8 @@
 """The class report: one HTML page and one CSV per assignment, for the instructor ("what to re-teach on Monday").
 
 Score histograms per notebook (inline SVG, so the page needs no server and no other file),
-and the most common misconceptions behind failed checks, with counts and the students who hit them.
+and the most common misconceptions behind failed checks, with counts and the students who hit them. The page carries
+the Content-Security-Policy every page a person opens does (page_policy.py: no script, no request to any server).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Protocol
 
 from ..checks.messages import METHOD_OF, MISCONCEPTIONS, at_level
 from ..lines import one_line
+from .page_policy import inert_page
 
 REPORT_DIR = "reports"
 
@@ -159,7 +161,7 @@ def render_html(assignment: str, rows: Sequence[NotebookResult]) -> str:
         parts.append("</tbody></table>")
     parts += _submissions_table(students, by_notebook)
     parts.append("</body></html>\n")
-    return "\n".join(parts)
+    return inert_page("\n".join(parts))
 
 
 def _submissions_table(students: list[str], by_notebook: dict[str, list[NotebookResult]]) -> list[str]:

@@ -4,7 +4,9 @@
 the check cell showed, reproduce block folded) and turns CheckFailed's copy of the same words (what Validate's
 dialog needs) into one line. `FeedbackExporter` (GenerateFeedback's exporter) is nbgrader's HTML page with each
 test cell named in the table of contents, after the checks it runs and the heading above it, where nbgrader's
-template writes "Test cell" for every one. Both are set in `nbgrader_config.py` where nbgrader's converters run.
+template writes "Test cell" for every one, and with the page's Content-Security-Policy and the style sheet that boxes
+learner content first in its head (page_policy.py: no script, no request to any server). Both are set in
+`nbgrader_config.py` where nbgrader's converters run.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from nbconvert.preprocessors import Preprocessor
 from traitlets import Bool
 
 from ..loader import check_calls
+from .page_policy import NOTEBOOK_CSS, inert_page
 
 _COUNT = re.compile(r"^CheckFailed: \d+ of \d+ checks? failed")
 ABOVE = "the diagnosis is above"
@@ -79,11 +82,11 @@ def names_of_test_cells(nb: Any) -> dict[str, str]:
 
 
 class FeedbackExporter(HTMLExporter):
-    """nbgrader's feedback page (its template, its preprocessors), with every test cell named in the contents."""
+    """nbgrader's feedback page (its template, its preprocessors), inert (page_policy), every test cell named."""
 
     def from_notebook_node(self, nb: Any, resources: dict[str, Any] | None = None, **kw: Any) -> tuple[str, dict[str, Any]]:
         page, resources = super().from_notebook_node(nb, resources, **kw)
         for grade_id, name in names_of_test_cells(nb).items():
             anchor = f'<a href="#{grade_id}">'
             page = page.replace(f"{anchor}Test cell</a>", f"{anchor}{html.escape(name)}</a>")
-        return page, resources
+        return inert_page(page, css=NOTEBOOK_CSS), resources

@@ -1,27 +1,37 @@
-"""SafeHTML: a graded notebook that is safe to open, wherever it is rendered (feedback, the formgrader, JupyterLab).
+r"""SafeHTML: a graded notebook that is safe to open, wherever it is rendered (feedback, the formgrader, JupyterLab).
 
 nbconvert's HTML exporter (what `nbgrader generate_feedback` and the formgrader's submission view use) copies a
 notebook's `text/html` outputs and its markdown cells into the page as they are, runs its `application/javascript`
 outputs and embeds its widget state; nbgrader's feedback and formgrade templates render markdown cells without
-nbconvert's `sanitize_html` switch. So a submission could run script with the instructor's Jupyter session.
-Here every piece of learner content is made inert before any template sees it:
+nbconvert's `sanitize_html` switch, and write an image's `width` and `height` from its metadata without quotes. So a
+submission could run script with the instructor's Jupyter session. Here every piece of learner content is made inert
+before any template sees it:
 
 - markdown (cells and `text/markdown` outputs) is rendered to HTML by nbconvert's own renderer, cleaned by nh3
-  (Ammonia), and kept as one HTML block that the template's markdown pass copies unchanged;
-- `text/html` is cleaned by nh3, `image/svg+xml` by nh3 with an SVG allow-list; every URL that would make the
-  browser fetch something (an image, a `url(...)`) must be relative or an inline picture, and links keep only
-  http, https and mailto;
+  (Ammonia), and kept as one HTML block that the template's markdown pass copies unchanged; math stays as its TeX;
+- `text/html` is cleaned by nh3, `image/svg+xml` by nh3 with an SVG allow-list. Every URL is judged as a browser
+  parses it (WHATWG: controls, tabs and newlines dropped, `\` read as `/`): an image shows only an inline picture
+  (`data:` PNG, JPEG, GIF, WebP, SVG), a link keeps only an absolute http, https or mailto URL, and no relative
+  reference survives (`//host`, `\\host`, `/\host` name another host);
+- learner content keeps no `style` attribute and no class but syntax colours, so it can neither style nor cover the
+  page's own parts; SVG ids are prefixed (`learner-`), and an SVG paint refers only to them (`url(#id)`, parsed);
+- the grader's own outputs (the verdicts in test cells) keep their classes and an allow-list of inline style
+  properties, each value parsed as CSS (tinycss2): no `url`, `image-set`, escape or other function that fetches;
 - JavaScript, widgets and every other type are dropped (the output says what was dropped), PNG and JPEG must be
-  base64, output and cell metadata keep only what the templates need, and cell ids must be nbformat's ids.
+  base64, output and cell metadata keep only what the templates need (an image's width and height only as numbers,
+  since the templates write them unquoted), execution counts only as numbers, and cell ids must be nbformat's ids.
 
-The grader applies `safe_notebook` to every autograded notebook it writes, and `nbgrader_config.py` puts the
-`SafeHTML` preprocessor (`safe_export.py`) into every HTML export (`HTMLExporter.preprocessors`), so a notebook plain
-`nbgrader autograde` wrote (the formgrader's ⚡ button) is rendered safely too.
+The pages themselves forbid script and every request to a server, and box learner content (page_policy.py), so an
+element this cleaning missed would still do nothing. The grader applies `safe_notebook` to every autograded notebook
+it writes, and `nbgrader_config.py` puts the `SafeHTML` preprocessor (`safe_export.py`) into every HTML export
+(`HTMLExporter.preprocessors`), so a notebook plain `nbgrader autograde` wrote (the formgrader's ⚡ button) is
+rendered safely too.
 """
 
 from __future__ import annotations
 
 import html as html_text
+import math
 import re
 from functools import cache, lru_cache
 from typing import Any
@@ -47,11 +57,12 @@ SVG_ATTRIBUTES = {
     "fill", "fill-opacity", "fill-rule", "stroke", "stroke-width", "stroke-opacity", "stroke-dasharray", "stroke-linecap",
     "stroke-linejoin", "opacity", "font-family", "font-size", "font-weight", "font-style", "text-anchor",
     "dominant-baseline", "transform", "marker-start", "marker-mid", "marker-end", "refX", "refY", "markerWidth",
-    "markerHeight", "markerUnits", "orient", "id", "class", "offset", "stop-color", "stop-opacity", "gradientUnits",
+    "markerHeight", "markerUnits", "orient", "id", "offset", "stop-color", "stop-opacity", "gradientUnits",
     "gradientTransform", "clip-path", "clipPathUnits", "preserveAspectRatio", "role", "aria-label", "dx", "dy",
     "patternUnits", "mask",
 }
 METADATA_KEYS = {"width", "height", "unconfined", "alt"}  # what the templates read of an output's metadata
+LARGEST_IMAGE = 100_000  # pixels: an image's width or height from its metadata, at most
 LANGUAGE_INFO = {"name", "version", "file_extension", "mimetype", "pygments_lexer", "nbconvert_exporter"}
 MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>&$~|])")  # what can start markup or HTML inside a line
 
@@ -61,21 +72,120 @@ def escape_markdown(text: str) -> str:
     return MARKDOWN_SPECIAL.sub(r"\\\1", one_line(text))
 
 
-def _fetches(value: str) -> bool:
-    """True when a URL, as an image source, would make the browser fetch it from a server (or run it)."""
-    v = "".join(value.split()).lower()
-    return not (PICTURE.fullmatch(value.strip()) or (":" not in v.split("/", 1)[0] and not v.startswith("//")))
+# ---------------------------------------------------------------- URLs, as a browser reads them
+
+C0_OR_SPACE = "".join(map(chr, range(0x21)))  # what WHATWG URL parsing strips from both ends of a URL
+SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
 
 
-def _attribute(tag: str, attribute: str, value: str) -> str | None:
-    """nh3's attribute filter: no fetch from a server, no `url(...)` other than a reference inside the picture."""
-    if attribute in ("src", "srcset", "poster", "background") and _fetches(value):
+def browser_url(value: str) -> str:
+    r"""`value` as the WHATWG URL parser reads it before anything else: leading and trailing C0 controls and spaces
+    stripped, every tab and newline removed (so `java\tscript:` is `javascript:`), `\` read as `/` (as it is for
+    http, https and file, the schemes a feedback page is served with: `/\host` is `//host`, another host)."""
+    return re.sub(r"[\t\n\r]", "", value.strip(C0_OR_SPACE)).replace("\\", "/")
+
+
+def url_scheme(value: str) -> str | None:
+    """The scheme a browser gives `value` (lower case), or None for a reference relative to the page."""
+    match = SCHEME.match(browser_url(value))
+    return match.group(0)[:-1].lower() if match else None
+
+
+def inline_picture(value: str) -> bool:
+    """True for a `data:` PNG, JPEG, GIF, WebP or SVG picture in base64: what an image may show (nothing fetched)."""
+    return bool(PICTURE.fullmatch(re.sub(r"[\t\n\r]", "", value.strip(C0_OR_SPACE))))
+
+
+FETCHED = {"src", "srcset", "poster", "background", "data", "action", "formaction", "ping", "longdesc", "cite",
+           "xlink:href", "dynsrc", "lowsrc", "manifest", "codebase", "archive", "profile", "usemap", "icon"}
+NAVIGATED = {"href"}
+
+
+def url_allowed(attribute: str, value: str) -> bool:
+    r"""Whether an attribute that fetches or navigates may keep `value`, judged as a browser parses it: an image's
+    source only an inline picture, a link only http, https or mailto to an absolute URL; no relative reference
+    (a network-path one such as `//host`, `\\host` or `/\host` names another host), nothing else that fetches."""
+    if attribute == "src":
+        return inline_picture(value)
+    if attribute in NAVIGATED:
+        return url_scheme(value) in LINK_SCHEMES
+    return attribute not in FETCHED
+
+
+# ---------------------------------------------------------------- CSS, parsed (tinycss2: CSS Syntax Level 3)
+
+# the grader's own outputs (a check's verdict) may style text: colour, weight, font, wrapping, indentation
+OWN_STYLE = {"color", "background-color", "font-weight", "font-style", "font-family", "font-size", "white-space",
+             "text-align", "vertical-align", "margin-left", "display", "cursor"}
+CSS_FUNCTIONS = {"rgb", "rgba", "hsl", "hsla", "var"}
+SVG_TRANSFORMS = {"translate", "rotate", "scale", "matrix", "skewx", "skewy"}
+SVG_PAINT = {"fill", "stroke", "marker-start", "marker-mid", "marker-end", "clip-path", "mask"}  # may hold url(#id)
+TOKENS = {"whitespace", "comment", "ident", "number", "percentage", "dimension", "hash", "string"}
+
+
+def css_value_inert(value: str, functions: set[str] = CSS_FUNCTIONS, fragment: bool = False, negative: bool = False) -> bool:
+    r"""True when a CSS value can fetch nothing: parsed as a browser tokenises it (escapes such as `u\72l(` read as
+    `url(`), only plain tokens and the `functions` named; `url(#id)` only with `fragment`; no backslash at all; a
+    negative number only with `negative` (SVG coordinates)."""
+    if "\\" in value:  # an escape hides a name from any check but a full parser's: never needed here
+        return False
+    import tinycss2
+
+    def inert(tokens: list[Any]) -> bool:
+        for t in tokens:
+            if t.type in ("number", "percentage", "dimension") and t.value < 0 and not negative:
+                return False  # a negative margin or offset moves a box over its neighbours
+            if t.type in TOKENS or (t.type == "literal" and t.value in (",", "/", "+", "%", ".")):
+                continue
+            if t.type == "url" and fragment and t.value.startswith("#"):
+                continue
+            if t.type == "function" and t.lower_name in functions and inert(t.arguments):
+                continue
+            return False  # a url, image-set, -webkit-image-set, a block, an at-keyword, a parse error, ...
+        return True
+
+    return inert(tinycss2.parse_component_value_list(value))
+
+
+def own_style(style: str) -> str | None:
+    """The grader's own inline style with only the properties in OWN_STYLE, each with an inert value."""
+    import tinycss2
+
+    kept = [f"{d.lower_name}:{tinycss2.serialize(d.value).strip()}"
+            for d in tinycss2.parse_blocks_contents(style, skip_whitespace=True, skip_comments=True)
+            if d.type == "declaration" and d.lower_name in OWN_STYLE and not d.important
+            and css_value_inert(tinycss2.serialize(d.value))]
+    return ";".join(kept) or None
+
+
+# ---------------------------------------------------------------- HTML and SVG
+
+
+@cache
+def _html_attribute(own: bool) -> Any:
+    """nh3's attribute filter for learner HTML (own=False) or the grader's own outputs (own=True)."""
+
+    def judge(tag: str, attribute: str, value: str) -> str | None:
+        if attribute == "style":
+            return own_style(value) if own else None
+        if not url_allowed(attribute, value):
+            return None
+        return value
+
+    return judge
+
+
+def _svg_attribute(tag: str, attribute: str, value: str) -> str | None:
+    """A learner SVG's attribute: presentation values that fetch nothing (a reference only to its own `#id`)."""
+    if attribute == "xmlns":
+        return value if value == SVG_NAMESPACE else None
+    if not url_allowed(attribute, value):
         return None
-    # `data:` passes nh3's schemes for inline pictures only: an image's source that PICTURE matches, never a link
-    if attribute not in ("src", "srcset") and "".join(value.split()).lower().startswith("data:"):
-        return None
-    if "url(" in value.replace(" ", "").lower() and not value.replace(" ", "").lower().startswith("url(#"):
-        return None
+    if attribute in SVG_PAINT or attribute == "transform":
+        functions = SVG_TRANSFORMS if attribute == "transform" else CSS_FUNCTIONS
+        if not css_value_inert(value, functions, fragment=attribute in SVG_PAINT, negative=True):
+            return None
+        return value.replace("url(#", "url(#" + LEARNER_ID)  # the ids are prefixed the same way (id_prefix)
     return value
 
 
@@ -86,17 +196,20 @@ def _pygments_classes() -> set[str]:
     return {c for c in STANDARD_TYPES.values() if c}
 
 
-# the classes the grader's own check and summary outputs carry (the feedback page and its tests find them by class)
-OWN_CLASSES = {"autograder-check", "autograder-evidence", "autograder-lead", "autograder-reproduce",
-               "autograder-summary", "autograder-markdown"}
+# the classes the grader's own check outputs carry (the feedback page and its tests find them by class); learner
+# content keeps none of them, and no class the page's CSS gives a place or a size (only syntax colours)
+OWN_CLASSES = {"autograder-check", "autograder-evidence", "autograder-lead", "autograder-reproduce"}
+LEARNER_ID = "learner-"  # the prefix of every id in learner SVG: none matches the page's own ids and anchors
+SVG_NAMESPACE = "http://www.w3.org/2000/svg"
+TAGS = set(nh3.ALLOWED_TAGS) - {"area", "map"}  # nh3's (no script, form, frame, style, link or meta), no image maps
 
 
 @cache
-def _attributes() -> dict[str, set[str]]:
-    # nh3's allow-list, plus inline `style` (what the check outputs' colours and wrapping use; `_attribute` refuses a
-    # `url(...)` in it, so a style can fetch nothing) and the accessibility attributes
-    allowed = {tag: set(names) for tag, names in nh3.ALLOWED_ATTRIBUTES.items()}
-    allowed["*"] = allowed.get("*", set()) | {"style", "role", "aria-label", "title"}
+def _attributes(own: bool) -> dict[str, set[str]]:
+    # nh3's allow-list less the URL attributes nothing here needs (`cite`), plus the accessibility attributes; the
+    # grader's own outputs also keep `style` (own_style parses it and keeps an allow-list of inert properties)
+    allowed = {tag: set(names) - {"cite"} for tag, names in nh3.ALLOWED_ATTRIBUTES.items()}
+    allowed["*"] = allowed.get("*", set()) | {"role", "aria-label", "title"} | ({"style"} if own else set())
     return allowed
 
 
@@ -127,21 +240,33 @@ def guard_depth(html: str, limit: int = HTML_DEPTH) -> None:
                 raise TooDeep(f"HTML nested more than {limit} elements deep")
 
 
-def clean_html(html: str) -> str:
-    """Learner HTML with nothing that runs or fetches: nh3's allow-list, no class but syntax colours and the grader's own."""
+@cache
+def _classes(own: bool) -> dict[str, set[str]]:
+    """Classes kept per tag: syntax colours (and the grader's own on its own outputs)."""
+    mine = OWN_CLASSES if own else set()
+    classes = {tag: set(mine) for tag in ("div", "span", "details", "summary", "pre", "table", "p")}
+    classes["span"] |= _pygments_classes()
+    classes["div"] |= {"highlight"}
+    return classes
+
+
+def clean_html(html: str, own: bool = False) -> str:
+    """HTML with nothing that runs, fetches or styles the page: nh3's allow-list, URLs judged as a browser reads
+    them, no `style` and no class but syntax colours. `own`: the grader's own verdict (a test cell's output), which
+    keeps its classes and a parsed allow-list of inline style. TooDeep past HTML_DEPTH open elements."""
     guard_depth(str(html))
-    classes = {tag: OWN_CLASSES for tag in ("div", "span", "details", "summary", "pre", "table", "p")}
-    classes["span"] = classes["span"] | _pygments_classes()
-    classes["div"] = classes["div"] | {"highlight"}
-    return nh3.clean(str(html), url_schemes=LINK_SCHEMES | {"data"}, attribute_filter=_attribute, allowed_classes=classes,
-                     attributes=_attributes(), clean_content_tags={"script", "style"})
+    return nh3.clean(str(html), tags=TAGS, url_schemes=LINK_SCHEMES | {"data"}, url_relative="deny",
+                     attribute_filter=_html_attribute(own), allowed_classes=_classes(own), attributes=_attributes(own),
+                     filter_style_properties=OWN_STYLE, clean_content_tags={"script", "style"})
 
 
 def clean_svg(svg: str) -> str:
-    """A learner SVG with only drawing elements and presentation attributes (no script, link, foreign HTML or fetch)."""
+    """A learner SVG with only drawing elements and presentation attributes (no script, link, foreign HTML, fetch,
+    style or class; its ids prefixed so that none is one of the page's). TooDeep past HTML_DEPTH open elements."""
     guard_depth(str(svg))
-    return nh3.clean(str(svg), tags=SVG_TAGS, attributes={"*": SVG_ATTRIBUTES}, attribute_filter=_attribute,
-                     url_schemes=set(), link_rel=None, clean_content_tags={"script", "style"})
+    return nh3.clean(str(svg), tags=SVG_TAGS, attributes={"*": SVG_ATTRIBUTES}, attribute_filter=_svg_attribute,
+                     url_schemes=set(), url_relative="deny", link_rel=None, id_prefix=LEARNER_ID,
+                     clean_content_tags={"script", "style"})
 
 
 # Markdown up to this many characters is rendered once per batch: every submission holds the released notebook's
@@ -170,11 +295,40 @@ def _html_block(html: str) -> str:
     """HTML as one markdown HTML block, which a markdown renderer copies unchanged."""
     # a blank line would end the HTML block and send the rest through markdown again: keep every line non-blank
     lines = [line if line.strip() else "<span></span>" + line for line in html.split("\n")]
-    return '<div class="autograder-markdown">' + "\n".join(lines).rstrip() + "</div>"
+    return "<div>" + "\n".join(lines).rstrip() + "</div>"
 
 
-def _safe_output(output: Any) -> Any:
-    """An output with only inert content (see the module's docstring); drops are said in text/plain."""
+def _dimension(value: Any) -> int | float | None:
+    """An image's width or height as the number it must be (the templates write it without quotes), else None."""
+    if isinstance(value, str) and re.fullmatch(r"[0-9]{1,6}", value.strip()):
+        value = int(value)
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        return value if 0 <= value <= LARGEST_IMAGE else None
+    return None
+
+
+def _safe_output_metadata(meta: dict[str, Any]) -> dict[str, Any]:
+    """What the templates read of one type's metadata: numeric width and height, a yes/no unconfined, an alt text."""
+    out: dict[str, Any] = {}
+    for key in ("width", "height"):
+        number = _dimension(meta.get(key))
+        if number is not None:
+            out[key] = number
+    if isinstance(meta.get("unconfined"), bool):
+        out["unconfined"] = meta["unconfined"]
+    if isinstance(meta.get("alt"), str):  # written quoted and escaped
+        out["alt"] = meta["alt"]
+    return out
+
+
+def _count(value: Any) -> int | None:
+    """An execution count as nbformat has it (the templates write it into the page as it is)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _safe_output(output: Any, own: bool = False) -> Any:
+    """An output with only inert content (see the module's docstring); drops are said in text/plain. `own`: the
+    grader's own verdict (an output of a test cell)."""
     kind = output.get("output_type")
     if kind in ("stream", "error"):
         return output
@@ -186,7 +340,7 @@ def _safe_output(output: Any) -> Any:
         elif mime in PICTURES and isinstance(text, str) and BASE64.fullmatch(text):
             data[mime] = text
         elif mime == "text/html" and isinstance(text, str):
-            data[mime] = clean_html(text)
+            data[mime] = clean_html(text, own=own)
         elif mime == "text/markdown" and isinstance(text, str):
             data[mime] = safe_markdown(text)
         elif mime == "image/svg+xml" and isinstance(text, str):
@@ -196,12 +350,18 @@ def _safe_output(output: Any) -> Any:
     if dropped and "text/plain" not in data:
         data["text/plain"] = f"[not shown by the grader: {', '.join(dropped)} output]"
     meta = output.get("metadata") if isinstance(output.get("metadata"), dict) else {}
-    safe_meta = {m: {k: v for k, v in meta[m].items() if k in METADATA_KEYS and isinstance(v, (int, float, str, bool))}
-                 for m in data if isinstance(meta.get(m), dict)}
+    safe_meta = {m: _safe_output_metadata(meta[m]) for m in data if isinstance(meta.get(m), dict)}
     out = {"output_type": kind, "data": data, "metadata": safe_meta}
     if kind == "execute_result":
-        out["execution_count"] = output.get("execution_count")
+        out["execution_count"] = _count(output.get("execution_count"))
     return from_dict(out)
+
+
+def _test_cell(cell: Any) -> bool:
+    """A test cell: its outputs are the grader's verdicts (this grader writes them itself; plain nbgrader's kernel
+    ran the grader's checks for them)."""
+    nbg = cell.get("metadata", {}).get("nbgrader")
+    return cell.cell_type == "code" and isinstance(nbg, dict) and nbg.get("grade") is True and not nbg.get("solution")
 
 
 def _safe_cell_metadata(cell: Any) -> dict[str, Any]:
@@ -246,7 +406,9 @@ def safe_cell(cell: Any, i: int) -> Any:
     elif cell.cell_type == "raw":
         cell.source = clean_html(cell.source)
     elif cell.cell_type == "code":
-        cell.outputs = [_safe_output(o) for o in cell.get("outputs", [])]
+        own = _test_cell(cell)
+        cell.outputs = [_safe_output(o, own) for o in cell.get("outputs", [])]
+        cell.execution_count = _count(cell.get("execution_count"))
     return cell
 
 
@@ -275,7 +437,8 @@ def standin_cell(cell: Any, i: int, why: str) -> Any:
             plain = _plain(data["text/plain"]) + "\n" if "text/plain" in data else ""
             kept = {"output_type": out.get("output_type"), "data": {"text/plain": plain + note}, "metadata": {}}
             if out.get("output_type") == "execute_result":
-                kept["execution_count"] = out.get("execution_count")
+                kept["execution_count"] = _count(out.get("execution_count"))
             outputs.append(from_dict(kept))
         cell.outputs = outputs
+        cell.execution_count = _count(cell.get("execution_count"))
     return cell
