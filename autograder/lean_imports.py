@@ -85,18 +85,24 @@ SWITCH = "AUTOGRADER_LAZY_IRI"
 PTH_LINE = f'import os; os.environ.get("{SWITCH}", "1") != "0" and __import__("{HOOK}").lazy_iri_grammar()\n'
 
 
-def install_hook(site_packages: str | None = None) -> list[str]:
-    """Write the hook into `site_packages` (default: this interpreter's purelib); the paths written. For
-    `./workbook`'s set-up of the project's venv only: never into a Python the project did not make."""
+def hook_files(site_packages: str | None = None) -> dict[str, str]:
+    """The hook's files (path -> text) in `site_packages` (default: this interpreter's purelib)."""
     import os
     import sysconfig
 
     folder = site_packages or sysconfig.get_paths()["purelib"]
     with open(__file__, encoding="utf-8") as f:
         source = f.read()
+    return {os.path.join(folder, f"{HOOK}.py"): source, os.path.join(folder, f"{HOOK}.pth"): PTH_LINE}
+
+
+def install_hook(site_packages: str | None = None) -> list[str]:
+    """Write the hook's files that are missing or stale; the paths written. For `./workbook`'s set-up of the
+    project's venv only: never into a Python the project did not make."""
+    import os
+
     written = []
-    for name, text in ((f"{HOOK}.py", source), (f"{HOOK}.pth", PTH_LINE)):
-        path = os.path.join(folder, name)
+    for path, text in hook_files(site_packages).items():
         try:
             with open(path, encoding="utf-8") as f:
                 if f.read() == text:
