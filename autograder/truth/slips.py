@@ -104,7 +104,7 @@ def _variants(node: ast.AST, names: Sequence[str], functions: Sequence[str]) -> 
 def slips(formula: str, names: Sequence[str], functions: Sequence[str] = ()) -> list[str]:
     """The formula's one-slip variants (their text), a sign or a factor of 2 on the whole included."""
     tree = ast.parse(formula, mode="eval")
-    out = [ast.unparse(ast.fix_missing_locations(t)) for t in _mutated(tree.body, names, functions)]
+    out = [ast.unparse(t) for t in _mutated(tree.body, names, functions)]  # (text only: no locations needed)
     out += list(_parentheses_left_out(formula))
     out += [f"-({formula})", f"2 * ({formula})", f"({formula}) / 2"]
     out += [f"({formula}) * {n}" for n in names] + [f"({formula}) / {n}" for n in names]  # an extra factor
