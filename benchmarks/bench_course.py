@@ -8,12 +8,14 @@ generate_assignment, the roster and the due date, release_assignment, each learn
 (solved, one with a mistake), collect, `python -m autograder grade`, grade again with nothing to do,
 generate_feedback, release_feedback, each learner's fetch_feedback, export. `--without-hook` runs every command
 with AUTOGRADER_LAZY_IRI=0 (jsonschema builds its IRI grammar at import, as before the venv's start-up hook), for
-a before/after pair of runs. Results: benchmarks/results/course.json (or course-without-hook.json).
+a before/after pair of runs. CPU: as root, of every process a step ran (a cpuacct cgroup); else of the commands'
+reaped children. Results: benchmarks/results/course.json (or course-without-hook.json).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import os
 import resource
@@ -48,16 +50,21 @@ def main() -> int:
         os.environ["AUTOGRADER_LAZY_IRI"] = "0"  # (support's commands inherit this process's environment)
     steps: list[tuple[str, float, float]] = []
 
+    account = results.CpuAccount() if results.TREE_CPU else None  # this process and every command it runs
+    cpu_now = account.seconds if account is not None else children_cpu
+
     def step(name: str, run: Callable[[], Any]) -> Any:
-        cpu, wall = children_cpu(), time.perf_counter()
+        cpu, wall = cpu_now(), time.perf_counter()
         out = run()
-        steps.append((name, time.perf_counter() - wall, children_cpu() - cpu))
+        steps.append((name, time.perf_counter() - wall, cpu_now() - cpu))
         print(f"{name:44s} {steps[-1][1]:7.2f} s  (CPU {steps[-1][2]:6.2f} s)", flush=True)
         return out
 
     students = [f"learner{i}" for i in range(args.students)]
     load_before = os.getloadavg()
-    with tempfile.TemporaryDirectory(prefix="bench-course-") as tmp:
+    with contextlib.ExitStack() as stack, tempfile.TemporaryDirectory(prefix="bench-course-") as tmp:
+        if account is not None:
+            stack.enter_context(account)
         base = Path(tmp)
         c = support.make_checkout(base, NOTEBOOKS)
         roster = base / "roster.csv"
@@ -87,7 +94,7 @@ def main() -> int:
     print(f"load average before: {' '.join(f'{x:.2f}' for x in load_before)}, after: "
           f"{' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} CPUs (other work slows every step)")
     results.write("course-without-hook" if args.without_hook else "course",
-                  {"notebooks": len(NOTEBOOKS), "learners": len(students),
+                  {"notebooks": len(NOTEBOOKS), "learners": len(students), "cpu_counted_by": results.CPU_HOW,
                    "steps": {name: {"wall_s": round(w, 2), "cpu_s": round(x, 2)} for name, w, x in steps},
                    "total_wall_s": round(total, 2)},
                   notes="AUTOGRADER_LAZY_IRI=0" if args.without_hook else "the project's venv as ./workbook sets it up")

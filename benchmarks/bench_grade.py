@@ -113,7 +113,7 @@ def bench_workbook(students: int, jobs: int, repeat: int = 3) -> int:
 
         def run(cmd: list[str], course: Path) -> results.Timed:
             env = support.env() | {"AUTOGRADER_COURSE_DIR": str(course)}
-            return in_own_cpu_account(cmd, cwd=course, env=env)
+            return results.timed_tree(cmd, cwd=course, env=env)
 
         try:
             plain, ids = workbook_course(Path(tmp), students)
@@ -156,7 +156,7 @@ def bench_workbook(students: int, jobs: int, repeat: int = 3) -> int:
         per_cpu = results.median([t.cpu for t in ours]) / notebooks
         past_start = (results.median([t.cpu for t in ours]) - again.cpu) / notebooks
         floor_per = floor_cpu["cpu_s"] / floor_cpu["notebooks"]
-        how = CPU_HOW
+        how = results.CPU_HOW
         print(f"corpus: {students} students x 6 workbook notebooks, {len(pa)} grade cells; scores identical: {same}")
         print(f"{'':32s} {'wall s':>8s} {'per nb':>7s} {'CPU s':>8s} {'per nb':>7s}   (CPU: {how})")
         for label, t in (("plain nbgrader autograde", a), (f"ours, in the OS sandbox (median of {len(ours)})", mid),
@@ -188,29 +188,6 @@ def bench_workbook(students: int, jobs: int, repeat: int = 3) -> int:
             "load_average_before": [round(x, 2) for x in load_before], "load_average_after": [round(x, 2) for x in load_after],
             **costs}, notes=f"jobs={jobs or 'default'}; repeat={repeat}")
         return 0 if same else 1
-
-
-CPU_HOW = "a cpuacct cgroup per command" if os.geteuid() == 0 and os.path.isdir("/sys/fs/cgroup/cpuacct") else (
-    "wait4 of reaped children (the sandbox's workers may be missed)")
-
-
-def in_own_cpu_account(cmd: list[str], **kwargs: Any) -> results.Timed:
-    """Run `cmd`; its wall time and the CPU time of its whole process tree (a cpuacct cgroup of its own, as root)."""
-    if not CPU_HOW.startswith("a cpuacct"):
-        return results.timed(cmd, **kwargs)
-    group = Path("/sys/fs/cgroup/cpuacct") / f"bench-grade-{os.getpid()}-{time.monotonic_ns()}"
-    group.mkdir()
-    try:
-        timed = results.timed(cmd, preexec_fn=lambda: (group / "cgroup.procs").write_text(str(os.getpid())), **kwargs)
-        timed.cpu = int((group / "cpuacct.usage").read_text()) / 1e9
-        return timed
-    finally:
-        for _ in range(50):  # (the tree's last processes may still be leaving)
-            try:
-                group.rmdir()
-                break
-            except OSError:
-                time.sleep(0.1)
 
 
 def floor_of(course: Path) -> dict[str, float]:
