@@ -1,16 +1,26 @@
 """Plain `nbgrader autograde` vs `python -m autograder grade` on the same corpus: times, ratio, identical scores.
 
-Run by hand: .venv/bin/python benchmarks/bench_grade.py [--jobs N] [--workbook STUDENTS [--ours-only RUNS]]
+Run by hand: .venv/bin/python benchmarks/bench_grade.py [--jobs N] [--workbook STUDENTS [--repeat R] [--ours-only RUNS]]
 Without --workbook: 20 submissions of the test fixture assignment (tests/fixtures/source/ps1).
 With --workbook S: S students each handing in the real six-notebook workbook (solutions, untouched
 stubs, and solutions with classic mistakes, in turn), graded three ways in one run: plain nbgrader, ours in
-the OS sandbox (the default) and ours with --unsafe-no-sandbox; then the sandbox's own costs (start, one worker).
+the OS sandbox (the default; R runs on fresh copies, the median compared) and ours with --unsafe-no-sandbox; then
+the floor: the same learner code and the same checks run in one warm process with no isolation (cells executed in
+one namespace per notebook, each grade cell's checks, hidden ones included, called in the process: a second pass
+over the corpus is timed); then the sandbox's own costs (start, one worker).
+
+Each command's CPU seconds are counted with its whole process tree, the sandbox's workers included: as root, in a
+cgroup v1 `cpuacct` group of its own (exact, whatever else runs on the machine); elsewhere from wait4 (children a
+command reaped; the sandbox's workers may be missed, and the figure says so). Ours per notebook is printed twice:
+all of the run / notebooks, and past the start (the CPU of `grade` with nothing to do, which imports, reads the
+course and writes the outputs, taken off). Results: benchmarks/results/grade.json.
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import json
 import os
 import shutil
 import subprocess
@@ -21,8 +31,11 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import results
 import support
+from results import machine_cpu
 
 
 def main() -> int:
@@ -31,14 +44,19 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=0, help="notebooks at a time for our grader (default: its own, one more than the CPUs)")
     parser.add_argument("--workbook", type=int, default=0, metavar="STUDENTS",
                         help="grade the real workbook handed in by this many students instead of the fixture corpus")
+    parser.add_argument("--repeat", type=int, default=3, help="with --workbook: runs of ours in the sandbox (default 3)")
+    parser.add_argument("--floor-of", metavar="COURSE", help=argparse.SUPPRESS)  # (the floor's own process)
     parser.add_argument("--ours-only", type=int, default=0, metavar="RUNS",
                         help="with --workbook: only our sandboxed grader, this many runs of it (a quick loop while "
                              "tuning; no nbgrader, so no ratio and no score comparison)")
     args = parser.parse_args()
+    if args.floor_of:
+        print(json.dumps(floor_of(Path(args.floor_of))))
+        return 0
     if args.workbook and args.ours_only:
         return ours_only(args.workbook, args.jobs, args.ours_only)
     if args.workbook:
-        return bench_workbook(args.workbook, args.jobs)
+        return bench_workbook(args.workbook, args.jobs, args.repeat)
     with tempfile.TemporaryDirectory(prefix="bench-grade-") as tmp:
         plain = support.make_course(Path(tmp) / "plain")
         students = support.honest_corpus(plain)
@@ -88,36 +106,40 @@ def workbook_course(tmp: Path, students: int) -> tuple[Path, list[str]]:
     return plain, ids
 
 
-def bench_workbook(students: int, jobs: int) -> int:
-    """The real workbook, graded both ways from one generated course."""
+def bench_workbook(students: int, jobs: int, repeat: int = 3) -> int:
+    """The real workbook, graded both ways from one generated course; our CPU per notebook against the floor."""
     config = str(support.ROOT / "grading_config.py")
     with tempfile.TemporaryDirectory(prefix="bench-workbook-") as tmp:
 
-        def run(cmd: list[str], course: Path) -> tuple[float, subprocess.CompletedProcess[str]]:
+        def run(cmd: list[str], course: Path) -> results.Timed:
             env = support.env() | {"AUTOGRADER_COURSE_DIR": str(course)}
-            t0 = time.perf_counter()
-            done = subprocess.run(cmd, cwd=course, env=env, text=True, capture_output=True)
-            return time.perf_counter() - t0, done
+            return results.timed_tree(cmd, cwd=course, env=env)
 
         try:
             plain, ids = workbook_course(Path(tmp), students)
         except RuntimeError as exc:
             print(exc)
             return 1
-        ours, unsafe = Path(tmp) / "ours", Path(tmp) / "unsafe"
-        shutil.copytree(plain, ours)
-        shutil.copytree(plain, unsafe)
-        load_before = os.getloadavg()
-        t_plain, a = run([os.path.join(support.BIN, "nbgrader"), "autograde", "workbook", f"--NbGrader.config_file={config}"],
-                         plain)
-        t_ours, b = run([sys.executable, "-m", "autograder", "grade", "workbook", "--course", str(ours), "--config", config,
-                         "--no-progress", *(["--jobs", str(jobs)] if jobs else [])], ours)
-        t_unsafe, c = run([sys.executable, "-m", "autograder", "grade", "workbook", "--course", str(unsafe), "--config",
-                           config, "--no-progress", "--unsafe-no-sandbox", *(["--jobs", str(jobs)] if jobs else [])], unsafe)
-        if a.returncode or b.returncode or c.returncode:
-            print(f"a grader failed: nbgrader exit {a.returncode}, ours exit {b.returncode}, unsandboxed exit "
-                  f"{c.returncode}\n{b.stderr[-2000:]}{c.stderr[-2000:]}")
+        ours_cmd = [sys.executable, "-m", "autograder", "grade", "workbook", "--config", config, "--no-progress",
+                    *(["--jobs", str(jobs)] if jobs else [])]
+        courses = [Path(tmp) / f"ours{n}" for n in range(max(repeat, 1))]
+        unsafe = Path(tmp) / "unsafe"
+        for course in [*courses, unsafe]:
+            shutil.copytree(plain, course)
+        load_before, busy0 = os.getloadavg(), machine_cpu()
+        a = run([os.path.join(support.BIN, "nbgrader"), "autograde", "workbook", f"--NbGrader.config_file={config}"], plain)
+        ours = [run([*ours_cmd, "--course", str(course)], course) for course in courses]
+        c = run([*ours_cmd, "--course", str(unsafe), "--unsafe-no-sandbox"], unsafe)
+        again = run([*ours_cmd, "--course", str(courses[0])], courses[0])  # nothing to do: the run's fixed part
+        failed = [t for t in [a, *ours, c, again] if t.returncode]
+        if failed:
+            print(f"a grader failed: exit {failed[0].returncode}\n{failed[0].stderr[-2000:]}")
             return 1
+        floor = subprocess.run([sys.executable, __file__, "--floor-of", str(plain)], capture_output=True, text=True)
+        if floor.returncode:
+            print(f"the floor's run failed:\n{floor.stderr[-2000:]}")
+            return 1
+        floor_cpu = json.loads(floor.stdout.strip().splitlines()[-1])
         from nbgrader.api import Gradebook
 
         def cells(course: Path) -> dict[tuple[str, str, str], float]:
@@ -125,20 +147,91 @@ def bench_workbook(students: int, jobs: int) -> int:
                 return {(s, nb.name, g.name): g.score for s in ids for nb in gb.find_submission("workbook", s).notebooks
                         for g in nb.grades}
 
-        load_after = os.getloadavg()
-        pa, pb, pc = cells(plain), cells(ours), cells(unsafe)
-        same = pa == pb == pc
+        load_after, busy1 = os.getloadavg(), machine_cpu()
+        pa, pc = cells(plain), cells(unsafe)
+        same = all(cells(course) == pa for course in courses) and pa == pc
         notebooks = 6 * students
+        mid = sorted(ours, key=lambda t: t.wall)[(len(ours) - 1) // 2]
+        walls = ", ".join(f"{t.wall:.1f}" for t in ours)
+        per_cpu = results.median([t.cpu for t in ours]) / notebooks
+        past_start = (results.median([t.cpu for t in ours]) - again.cpu) / notebooks
+        floor_per = floor_cpu["cpu_s"] / floor_cpu["notebooks"]
+        how = results.CPU_HOW
         print(f"corpus: {students} students x 6 workbook notebooks, {len(pa)} grade cells; scores identical: {same}")
-        print(f"plain nbgrader autograde      : {t_plain:6.1f} s  ({t_plain / notebooks:.2f} s per notebook)")
-        print(f"ours, in the OS sandbox       : {t_ours:6.1f} s  ({t_ours / notebooks:.2f} s per notebook)")
-        print(f"ours, --unsafe-no-sandbox     : {t_unsafe:6.1f} s  ({t_unsafe / notebooks:.2f} s per notebook)")
-        print(f"speed-up over plain nbgrader: {t_plain / t_ours:.1f}x sandboxed, {t_plain / t_unsafe:.1f}x unsandboxed; "
-              f"the sandbox costs {100 * (t_ours - t_unsafe) / t_unsafe:+.0f}% of the whole run")
+        print(f"{'':32s} {'wall s':>8s} {'per nb':>7s} {'CPU s':>8s} {'per nb':>7s}   (CPU: {how})")
+        for label, t in (("plain nbgrader autograde", a), (f"ours, in the OS sandbox (median of {len(ours)})", mid),
+                         ("ours, --unsafe-no-sandbox", c), ("ours, nothing to do (start)", again)):
+            print(f"{label:32s} {t.wall:8.1f} {t.wall / notebooks:7.3f} {t.cpu:8.1f} {t.cpu / notebooks:7.3f}")
+        print(f"ours in the sandbox, each run's wall: {walls} s")
+        print(f"speed-up over plain nbgrader (wall): {a.wall / mid.wall:.1f}x sandboxed, {a.wall / c.wall:.1f}x unsandboxed; "
+              f"in CPU: {a.cpu / max(mid.cpu, 1e-9):.1f}x sandboxed")
+        print(f"the floor (the same learner code and checks in one warm process, no isolation): "
+              f"{1000 * floor_per:.1f} ms CPU per notebook")
+        print(f"ours in the sandbox: {1000 * per_cpu:.1f} ms CPU per notebook = {per_cpu / floor_per:.1f}x the floor; past "
+              f"the start: {1000 * past_start:.1f} ms = {past_start / floor_per:.1f}x")
         print(f"load average (1, 5, 15 min) before: {' '.join(f'{x:.2f}' for x in load_before)}, after: "
-              f"{' '.join(f'{x:.2f}' for x in load_after)} on {os.cpu_count()} CPUs")
-        sandbox_costs()
+              f"{' '.join(f'{x:.2f}' for x in load_after)} on {os.cpu_count()} CPUs; the machine's cores meanwhile busy "
+              f"{busy1[0] - busy0[0]:.0f} s, idle {busy1[1] - busy0[1]:.0f} s")
+        costs = sandbox_costs()
+        results.write("grade", {
+            "students": students, "notebooks": notebooks, "scores_identical": same, "cpu_counted_by": how,
+            "plain_nbgrader": {"wall_s": round(a.wall, 2), "cpu_s": round(a.cpu, 2)},
+            "ours_sandboxed": {"wall_s": [round(t.wall, 2) for t in ours], "cpu_s": [round(t.cpu, 2) for t in ours],
+                               "median_wall_s": round(mid.wall, 2)},
+            "ours_unsandboxed": {"wall_s": round(c.wall, 2), "cpu_s": round(c.cpu, 2)},
+            "ours_nothing_to_do": {"wall_s": round(again.wall, 2), "cpu_s": round(again.cpu, 2)},
+            "speedup_wall": round(a.wall / mid.wall, 1), "speedup_wall_unsandboxed": round(a.wall / c.wall, 1),
+            "floor_cpu_ms_per_notebook": round(1000 * floor_per, 1),
+            "ours_cpu_ms_per_notebook": round(1000 * per_cpu, 1), "ours_vs_floor": round(per_cpu / floor_per, 2),
+            "ours_cpu_ms_per_notebook_past_start": round(1000 * past_start, 1),
+            "ours_past_start_vs_floor": round(past_start / floor_per, 2),
+            "load_average_before": [round(x, 2) for x in load_before], "load_average_after": [round(x, 2) for x in load_after],
+            **costs}, notes=f"jobs={jobs or 'default'}; repeat={repeat}")
         return 0 if same else 1
+
+
+def floor_of(course: Path) -> dict[str, float]:
+    """The floor: every submitted notebook's cells run in one warm process, no isolation, each grade cell replaced by
+    its source (hidden tests included) and its checks called here; the CPU seconds of a second pass over all."""
+    import contextlib
+    import io
+
+    import nbformat
+
+    os.environ["NBGRADER_EXECUTION"] = "autograde"  # as in the sandbox: demos short, a failed check raises
+    os.environ["MPLBACKEND"] = "Agg"
+    markers = ("### BEGIN SOLUTION", "### END SOLUTION", "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS")
+
+    def grade_id(cell: Any) -> str | None:
+        return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+
+    tests = {}
+    for path in support.WORKBOOK_SOURCE.glob("*.ipynb"):
+        tests[path.stem] = {grade_id(c): "\n".join(ln for ln in c.source.splitlines() if ln.strip() not in markers)
+                            for c in nbformat.read(path, as_version=4).cells
+                            if c.metadata.get("nbgrader", {}).get("grade") and not c.metadata["nbgrader"].get("solution")}
+    work = []
+    for path in sorted(course.glob("submitted/*/workbook/*.ipynb")):
+        cells = [c for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code"]
+        work.append([tests[path.stem].get(grade_id(c), c.source) for c in cells])
+
+    def run(sources: list[str]) -> None:
+        ns: dict[str, Any] = {"__name__": "__main__"}
+        for i, source in enumerate(sources):
+            try:
+                with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+                    exec(compile(source, f"<cell {i}>", "exec"), ns)
+            except BaseException:  # a failing check or a broken cell: the next cell runs, as under nbgrader
+                pass
+        if "matplotlib.pyplot" in sys.modules:
+            sys.modules["matplotlib.pyplot"].close("all")
+
+    for sources in work:  # warm: imports, caches, what one batch's first notebooks warm in ours
+        run(sources)
+    t0 = time.process_time()
+    for sources in work:
+        run(sources)
+    return {"cpu_s": time.process_time() - t0, "notebooks": len(work)}
 
 
 def ours_only(students: int, jobs: int, runs: int) -> int:
@@ -174,19 +267,7 @@ def ours_only(students: int, jobs: int, runs: int) -> int:
         return 0
 
 
-def machine_cpu() -> tuple[float, float]:
-    """Seconds of CPU time the whole machine has spent busy and idle (iowait included) since boot; (0, 0) if unknown."""
-    try:
-        with open("/proc/stat") as f:
-            ticks = [int(x) for x in f.readline().split()[1:]]
-    except (OSError, ValueError):
-        return 0.0, 0.0
-    hz = os.sysconf("SC_CLK_TCK")
-    idle = ticks[3] + ticks[4]
-    return (sum(ticks[:7]) - idle) / hz, idle / hz  # (steal, the 8th, left out)
-
-
-def sandbox_costs(workers: int = 20) -> None:
+def sandbox_costs(workers: int = 20) -> dict[str, float]:
     """The sandbox's own costs: starting it (bubblewrap + the fork server's preload), and one empty worker in it; as
     root, also without the notebook's cgroups (the unprivileged mode), to show what joining them costs."""
     from autograder.grading import sandbox
@@ -201,6 +282,7 @@ def sandbox_costs(workers: int = 20) -> None:
     print(f"one empty worker in the sandbox, launch to done (median of {workers}): "
           + ", ".join(f"{ms:.0f} ms {name}" for name, ms in medians.items())
           + " (own namespaces, tmpfs scratch, no capabilities; the root mode's cgroups joined on the way)")
+    return {"sandbox_start_s": round(started, 2), **{f"empty_worker_ms_{name}": round(ms, 1) for name, ms in medians.items()}}
 
 
 def empty_workers(box: Any, workers: int) -> float:

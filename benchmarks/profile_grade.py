@@ -33,7 +33,9 @@ from collections import defaultdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import results
 import support
 from bench_grade import workbook_course
 
@@ -79,6 +81,9 @@ def report(profile: Profile, counts: dict[str, int], wall: float, imports: float
     print(f"\nper-notebook time: {sum(total[s] for s in STEPS + store):.2f} s; execute_and_judge {total['execute_and_judge']:.2f} s "
           f"(worker start {total['worker start']:.2f} s, judge {total['judge (probes included)']:.2f} s); the rest of the "
           f"grader's own steps and the writer: {grader - total['judge (probes included)']:.2f} s")
+    notebooks = sum(counts.values()) or 1
+    results.write("profile-grade", {"jobs": jobs, "notebooks": notebooks, "wall_s": round(wall, 2), "import_s": round(imports, 2),
+                                    "ms_per_notebook": {s: round(1000 * total[s] / notebooks, 1) for s in stages}})
 
 
 def main() -> int:

@@ -197,3 +197,32 @@ def test_generic_inputs_are_distinct_nonzero_and_away_from_one(seed, n):
     assert len(xs) == n
     assert all(0.3 <= abs(x) <= 2.5 and abs(abs(x) - 1) >= 0.05 for x in xs)
     assert all(abs(abs(a) - abs(b)) >= 0.05 for i, a in enumerate(xs) for b in xs[i + 1:])
+
+
+def _neuron_by_neuron(weights, nin, nouts, x, bias_first, activation):
+    """The grader's MLP as its docstring states it, written plainly: the bias, then each weight times its input."""
+    it, act = iter(weights), list(x)
+    for nout in nouts:
+        nxt = []
+        for _ in range(nout):
+            b = next(it) if bias_first else None
+            w = [next(it) for _ in act]
+            b = next(it) if not bias_first else b
+            z = b
+            for wi, xi in zip(w, act):
+                z = z + wi * xi
+            nxt.append(math.tanh(z) if activation else z)
+        act = nxt
+    return act
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 3), st.lists(st.integers(1, 4), min_size=1, max_size=3), st.booleans(), st.booleans(), st.data())
+def test_the_graders_mlp_adds_the_bias_then_each_weighted_input_in_order(nin, nouts, bias_first, activation, data):
+    from autograder.truth.net import forward, parameter_count
+
+    floats = st.floats(-3, 3, allow_nan=False)
+    weights = data.draw(st.lists(floats, min_size=parameter_count(nin, nouts), max_size=parameter_count(nin, nouts)))
+    x = data.draw(st.lists(floats, min_size=nin, max_size=nin))
+    assert forward(weights, nin, nouts, x, bias_first, activation) == _neuron_by_neuron(weights, nin, nouts, x, bias_first,
+                                                                                         activation)

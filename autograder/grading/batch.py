@@ -215,8 +215,10 @@ def grade(options: Options, course: Course, limits: Limits, tolerance: Tolerance
                 rows.append(old.row(student, name))
             else:
                 todo.append(Task(item, fp))
-    if not options.cluster:
+    if not options.cluster and todo:
         sandbox.MODE.ready()  # the reading above overlapped the sandbox's start; the gradebook is written only now
+    elif not options.cluster:  # nothing to grade: the sandbox warmed for nothing; stopped now, not after `finish`
+        sandbox.MODE.pool.close()
     register_students(course.coursedir.db_url, course.coursedir.course_id, [t.item.student for t in todo])
     shared = Shared(spec.notebooks, limits, tolerance, secret, options.clock, hints)
     writer = Writer(course.coursedir.db_url, course.coursedir.course_id, options.assignment, spec,

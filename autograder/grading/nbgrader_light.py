@@ -10,12 +10,10 @@ process that imported nbgrader already keeps it as it is.
 
 from __future__ import annotations
 
-import importlib
 import importlib.util
 import sys
-import types
-from collections.abc import Callable
-from typing import Any
+
+from ..lean_imports import lazy_iri_grammar, on_first_use
 
 
 def import_without_server_extensions() -> bool:
@@ -39,32 +37,16 @@ def import_without_server_extensions() -> bool:
 def archive_util_on_first_use() -> bool:
     """Stand in for `setuptools.archive_util`, which nbgrader.utils imports for `zip_collect` alone: loading it
     loads setuptools and pkg_resources (~0.5 s). Its functions import the real module when first called."""
-    name = "setuptools.archive_util"
-    if name in sys.modules or importlib.util.find_spec("setuptools") is None:
-        return False
-
-    def forward(attr: str) -> Callable[..., Any]:
-        def call(*args: Any, **kwargs: Any) -> Any:
-            if sys.modules.get(name) is standin:
-                del sys.modules[name]
-            return getattr(importlib.import_module(name), attr)(*args, **kwargs)
-
-        call.__name__ = attr
-        return call
-
-    standin = types.ModuleType(name, "setuptools.archive_util, imported when one of its functions is first called")
-    for attr in ("unpack_archive", "unpack_directory", "unpack_zipfile", "unpack_tarfile", "default_filter"):
-        setattr(standin, attr, forward(attr))
-    sys.modules[name] = standin
-    return True
+    return on_first_use("setuptools.archive_util", ("unpack_archive", "unpack_directory", "unpack_zipfile",
+                                                    "unpack_tarfile", "default_filter"))
 
 
 def skip_unused_format_checkers() -> None:
-    """jsonschema (imported by nbformat) loads rfc3987_syntax when it is installed (jupyter_events' extra pulls it
-    in), and that module builds a Lark grammar at import: 1-9 s here, more than the rest of the grader's start. It
-    only checks the "iri" string formats, which no notebook schema uses; without it jsonschema skips that checker.
-    Likewise isoduration (and the arrow it loads), for the "duration" format only. Process-wide; before nbformat."""
-    sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
+    """jsonschema (imported by nbformat) loads rfc3987_syntax when it is installed, and that module builds a Lark
+    grammar at import (seconds): a stand-in loads it when an IRI is first validated (`lean_imports`). isoduration
+    (and the arrow it loads, ~0.05 s) serves the "duration" format alone, which no notebook schema uses: without it
+    jsonschema skips that checker in this process. Process-wide; before nbformat."""
+    lazy_iri_grammar()
     sys.modules.setdefault("isoduration", None)  # type: ignore[arg-type]
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import operator
 import random
 from collections.abc import Sequence
 
@@ -30,18 +31,19 @@ def forward(
     activation: bool = True,
 ) -> list[float]:
     """The outputs of tanh layers whose parameters are listed layer by layer, neuron by neuron, weights then bias."""
-    it = iter(weights)
     act = list(x)
+    i = 0
     for nout in nouts:
-        nxt = []
+        n, nxt = len(act), []
         for _ in range(nout):
             if bias_first:
-                b = next(it)
-                w = [next(it) for _ in act]
+                b, w = weights[i], weights[i + 1:i + 1 + n]
             else:
-                w = [next(it) for _ in act]
-                b = next(it)
-            z = sum((wi * xi for wi, xi in zip(w, act)), b)
+                w, b = weights[i:i + n], weights[i + n]
+            i += n + 1
+            # b + w0*x0 + w1*x1 + ..., added in that order as before, at C speed: a training check calls this
+            # thousands of times (numerical gradients of the loss)
+            z = sum(map(operator.mul, w, act), b)
             nxt.append(math.tanh(z) if activation else z)
         act = nxt
     return act

@@ -191,7 +191,7 @@ def slips(formula: str, names: Sequence[str], functions: Sequence[str] = (), cou
     """The formula's one-slip variants (their text), a sign, a factor of 2, a square or a root on the whole
     included."""
     tree = ast.parse(formula, mode="eval")
-    out = [ast.unparse(ast.fix_missing_locations(t)) for t in _mutated(tree.body, names, functions, counts)]
+    out = [ast.unparse(t) for t in _mutated(tree.body, names, functions, counts)]  # (text only: no locations needed)
     out += list(_parentheses_left_out(formula))
     out += [f"-({formula})", f"2 * ({formula})", f"({formula}) / 2", f"({formula}) ** 2", f"({formula}) ** 0.5"]
     out += [f"({formula}) * {n}" for n in names] + [f"({formula}) / {n}" for n in names]  # an extra factor
