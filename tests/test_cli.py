@@ -236,3 +236,35 @@ def test_check_on_a_notebook_shows_each_diagnosis_in_full_once(tmp_path):
     later = [ln for ln in p.stdout.splitlines() if ln.startswith("✗ ") and ln != full]
     assert later and all(ln.endswith(": needs `Value.__add__` to pass first: same cause as above") for ln in later)
     assert "score: 1 / 8" in p.stdout
+
+
+def test_grade_outside_a_course_says_where_it_looked_and_leaves_nothing_behind(tmp_path):
+    env = {k: v for k, v in __import__("os").environ.items() if k not in ("AUTOGRADER_CONFIG", "AUTOGRADER_COURSE_DIR")}
+    p = subprocess.run([sys.executable, "-m", "autograder", "grade", "workbook"], capture_output=True, text=True,
+                       cwd=tmp_path, env=env, timeout=120)
+    assert p.returncode == 2
+    line = one_clean_line(p.stderr)
+    assert f"no nbgrader course in {tmp_path}" in line and "config: none" in line, line  # the folder and the config
+    assert "--course" in line and "--config" in line, line  # and how to point it at the course
+    assert list(tmp_path.iterdir()) == []  # no gradebook.db, no .autograder.lock
+    config = tmp_path / "elsewhere" / "nbgrader_config.py"
+    config.parent.mkdir()
+    config.write_text(f"c = get_config()\nc.CourseDirectory.root = {str(tmp_path / 'course')!r}\n")
+    (tmp_path / "course").mkdir()
+    p = subprocess.run([sys.executable, "-m", "autograder", "grade", "workbook", "--config", str(config)],
+                       capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
+    line = one_clean_line(p.stderr)
+    assert p.returncode == 2 and f"config: {config} (--config)" in line and str(tmp_path / "course") in line, line
+    assert list((tmp_path / "course").iterdir()) == []
+
+
+def test_a_refused_grade_in_a_real_course_leaves_no_lock(tmp_path):
+    import support
+
+    course = support.make_course(tmp_path / "course")
+    before = set(course.iterdir())
+    p = subprocess.run([sys.executable, "-m", "autograder", "grade", support.ASSIGNMENT, "--course", str(course),
+                        "--config", str(course / "nbgrader_config.py")], capture_output=True, text=True, cwd=tmp_path,
+                       env=support.env(), timeout=300)
+    assert p.returncode == 2 and "no submissions" in one_clean_line(p.stderr)
+    assert set(course.iterdir()) == before  # no .autograder.lock, no secret, no journal
