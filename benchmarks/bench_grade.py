@@ -23,6 +23,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 import support
+from results import Results, add_option, recording
 
 
 def main() -> int:
@@ -34,11 +35,15 @@ def main() -> int:
     parser.add_argument("--ours-only", type=int, default=0, metavar="RUNS",
                         help="with --workbook: only our sandboxed grader, this many runs of it (a quick loop while "
                              "tuning; no nbgrader, so no ratio and no score comparison)")
+    add_option(parser, "bench_grade")
     args = parser.parse_args()
     if args.workbook and args.ours_only:
         return ours_only(args.workbook, args.jobs, args.ours_only)
     if args.workbook:
-        return bench_workbook(args.workbook, args.jobs)
+        with recording("bench_grade", args.results) as results:
+            code = bench_workbook(args.workbook, args.jobs, results)
+            results.ok = code == 0
+        return code
     with tempfile.TemporaryDirectory(prefix="bench-grade-") as tmp:
         plain = support.make_course(Path(tmp) / "plain")
         students = support.honest_corpus(plain)
@@ -88,7 +93,7 @@ def workbook_course(tmp: Path, students: int) -> tuple[Path, list[str]]:
     return plain, ids
 
 
-def bench_workbook(students: int, jobs: int) -> int:
+def bench_workbook(students: int, jobs: int, results: Results) -> int:
     """The real workbook, graded both ways from one generated course."""
     config = str(support.ROOT / "grading_config.py")
     with tempfile.TemporaryDirectory(prefix="bench-workbook-") as tmp:
@@ -137,7 +142,19 @@ def bench_workbook(students: int, jobs: int) -> int:
               f"the sandbox costs {100 * (t_ours - t_unsafe) / t_unsafe:+.0f}% of the whole run")
         print(f"load average (1, 5, 15 min) before: {' '.join(f'{x:.2f}' for x in load_before)}, after: "
               f"{' '.join(f'{x:.2f}' for x in load_after)} on {os.cpu_count()} CPUs")
-        sandbox_costs()
+        results.figure("students", students, "students", "students, each handing in the six workbook notebooks", 0)
+        results.figure("plain_s", t_plain, "s", "plain nbgrader autograde, the whole course", 1)
+        results.figure("ours_s", t_ours, "s", "python -m autograder grade in the OS sandbox, the whole course", 1)
+        results.figure("unsafe_s", t_unsafe, "s", "python -m autograder grade --unsafe-no-sandbox, the whole course", 1)
+        results.figure("plain_per_notebook_s", t_plain / notebooks, "s", "plain nbgrader, per notebook")
+        results.figure("ours_per_notebook_s", t_ours / notebooks, "s", "ours in the sandbox, per notebook")
+        results.figure("speedup", t_plain / t_ours, "x", "plain nbgrader's time / ours in the sandbox", 1)
+        results.figure("speedup_unsandboxed", t_plain / t_unsafe, "x", "plain nbgrader's time / ours unsandboxed", 1)
+        results.figure("same_scores", float(same), "", "1 when every grade cell scored the same three ways", 0)
+        started, medians = sandbox_costs()
+        results.figure("sandbox_start_s", started, "s", "starting the sandbox, once per batch")
+        for name, ms in medians.items():
+            results.figure(f"empty_worker_{name}_ms", ms, "ms", f"one empty worker, launch to done ({name})", 0)
         return 0 if same else 1
 
 
@@ -186,7 +203,7 @@ def machine_cpu() -> tuple[float, float]:
     return (sum(ticks[:7]) - idle) / hz, idle / hz  # (steal, the 8th, left out)
 
 
-def sandbox_costs(workers: int = 20) -> None:
+def sandbox_costs(workers: int = 20) -> tuple[float, dict[str, float]]:
     """The sandbox's own costs: starting it (bubblewrap + the fork server's preload), and one empty worker in it; as
     root, also without the notebook's cgroups (the unprivileged mode), to show what joining them costs."""
     from autograder.grading import sandbox
@@ -201,6 +218,7 @@ def sandbox_costs(workers: int = 20) -> None:
     print(f"one empty worker in the sandbox, launch to done (median of {workers}): "
           + ", ".join(f"{ms:.0f} ms {name}" for name, ms in medians.items())
           + " (own namespaces, tmpfs scratch, no capabilities; the root mode's cgroups joined on the way)")
+    return started, medians
 
 
 def empty_workers(box: Any, workers: int) -> float:
