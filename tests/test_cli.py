@@ -187,17 +187,17 @@ def solved(name: str, folder: Path) -> Path:
     return path
 
 
-def readme_check_example() -> tuple[list[str], str]:
-    """The README's `check` example on notebook 03 (its words) and the output the README says it prints."""
-    readme = (ROOT / "README.md").read_text()
-    command = next(ln for ln in readme.splitlines() if ln.startswith(".venv/bin/python -m autograder check notebooks/"))
-    said = re.search(r"prints a ✓ line per check of its check cells and\s+`(score: [^`]+)`", readme)
-    assert said, "the README no longer says what the check example prints"
+def guide_check_example() -> tuple[list[str], str]:
+    """The learner guide's `check` example on notebook 03 (its words) and the output the guide says it prints."""
+    guide = (ROOT / "docs" / "learner" / "index.md").read_text()
+    command = next(ln for ln in guide.splitlines() if ln.startswith(".venv/bin/python -m autograder check notebooks/"))
+    said = re.search(r"prints a ✓ line per check of its check cells and\s+`(score: [^`]+)`", guide)
+    assert said, "the learner guide no longer says what the check example prints"
     return command.split()[1:], " ".join(said.group(1).split())
 
 
-def test_the_readmes_check_example_on_the_solved_notebook_prints_what_the_readme_says(tmp_path):
-    args, last = readme_check_example()
+def test_the_learner_guides_check_example_on_the_solved_notebook_prints_what_the_guide_says(tmp_path):
+    args, last = guide_check_example()
     path = solved("03_backward.ipynb", tmp_path / "notebooks" / "workbook")
     assert args[-1] == "notebooks/workbook/03_backward.ipynb"
     p = subprocess.run([sys.executable, *args], capture_output=True, text=True, cwd=tmp_path, timeout=120)
