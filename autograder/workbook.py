@@ -220,7 +220,7 @@ def _to_do(results: list[CheckResult], stood: dict[str, bool]) -> list[str]:
     failing = [r.name for r in results if not r.passed and not _not_done(r)]
     only_now = [r.name for r in results if _only_now(r, stood)]
     stubs = any(_STUB_HINT in r.message for r in results if not r.passed and _not_done(r))
-    return ([f"Not done yet: {', '.join(todo)}." + (f" {REPLACE_STUBS}" if stubs else "")] if todo else []) + (
+    return ([f"Not done yet: {', '.join(todo)}."] if todo else []) + ([REPLACE_STUBS] if stubs else []) + (
         [f"Failing: {', '.join(failing)}."] if failing else []) + (
         [f"Passing only now: {', '.join(only_now)}. nbgrader runs the notebook from the top and scores each check "
          "where its check cell stands; there these failed or did not run. Restart & Run All (Kernel menu) to see "
