@@ -7,7 +7,8 @@ and so do `python -m autograder grade` and `./workbook instructor`. From elsewhe
 
 The course directory (exchange, submissions, autograded copies, feedback, gradebook.db, summaries) is
 $AUTOGRADER_COURSE_DIR, or ./course beside this file; it is never committed. Due dates are not set here: nbgrader
-keeps them in the gradebook (`nbgrader db assignment add workbook --duedate="2026-12-01 17:00:00 UTC"`).
+keeps them in the gradebook: `nbgrader db assignment add workbook --duedate="YYYY-MM-DD HH:MM:SS UTC"` (the instructor
+guide's step 3, docs/instructor/one-machine.md, computes one a week from the day it is run).
 """
 
 import os

@@ -127,6 +127,14 @@ def grading_config_path(given: str | None) -> str | None:
     return None
 
 
+def looked_at(path: str | None, given: str | None) -> str:
+    """Which config the grader read, and why that one, for an error that says where it looked."""
+    if path is None:
+        return f"config: none (no nbgrader_config.py in {os.getcwd()}, no --config, no $AUTOGRADER_CONFIG)"
+    why = "--config" if given else "$AUTOGRADER_CONFIG" if os.environ.get("AUTOGRADER_CONFIG") else "found here"
+    return f"config: {os.path.abspath(path)} ({why})"
+
+
 def grade_command(args: argparse.Namespace) -> int:
     """Batch-grade; print the summary table; 0 when every notebook has a recorded grade."""
     from .grading import batch
@@ -137,14 +145,16 @@ def grade_command(args: argparse.Namespace) -> int:
         raise UsageError("--cluster grades only in the sandbox: --unsafe-no-sandbox is for one machine")
     if args.cluster is not None and not args.cluster.strip():
         raise UsageError("--cluster needs the Dask scheduler's address")
+    config_path = grading_config_path(args.config)
     try:
-        config = load_config(grading_config_path(args.config))
+        config = load_config(config_path)
     except FileNotFoundError:
         raise
     except Exception as exc:
         raise UsageError(f"cannot read the config file: {type(exc).__name__}: {exc}") from None
     options = batch.Options(args.assignment, config, args.course, args.students, args.jobs, args.force, args.csv_path,
-                            progress=not args.no_progress, unsafe_no_sandbox=args.unsafe_no_sandbox, cluster=args.cluster)
+                            progress=not args.no_progress, unsafe_no_sandbox=args.unsafe_no_sandbox, cluster=args.cluster,
+                            looked_at=looked_at(config_path, args.config))
     gc.freeze()  # nbgrader, SQLAlchemy and the catalogue live as long as the batch: its collections need not walk them
     try:
         rows = batch.run(options)

@@ -5,6 +5,7 @@ numbers), re-exported here so that a notebook needs one import line.
 
 from __future__ import annotations
 
+import inspect
 import sys
 import traceback
 from typing import Any
@@ -28,8 +29,9 @@ from .aids import (
 )
 from .checks import BY_NAME, NOT_IMPLEMENTED, CheckResult, get, run_checks
 from .checks.exercises import MANUAL_NODES
+from .checks.messages import NOT_IMPLEMENTED as NOT_IMPLEMENTED_TEXT
 from .checks.messages import hint_level
-from .notebook import GREEN, RED, grading, hint_level_here, result_html, show
+from .notebook import BLOCK, GREEN, RED, grading, hint_level_here, result_html, show
 from .notebook import recorded as stood_when_checked
 from .report import result_lines
 
@@ -73,17 +75,43 @@ def unless_passing(*names: str, ns: dict[str, Any] | None = None) -> None:
         ns = sys._getframe(1).f_globals
     if grading():
         return
-    methods = _failing_methods(names, ns)
+    results = run_checks([get(n) for n in names], ns)
+    methods = _failing_methods(results, ns)
     if methods:
-        what = " and ".join(f"`{m}`" for m in methods)
+        what = " and ".join(methods)
         verb = "does not pass its check" if len(methods) == 1 else "do not pass their checks"
         print(f"(this differs from the text because {what} {verb} yet)")
+        return
+    # Not done yet, and the demo ran anyway (nothing it calls raises: notebook 2's hand-filled grads are still the
+    # zeros Value(...) starts with): its numbers are those zeros', so say so, in the check's own words.
+    todo = next((r for r in results if _not_done(r)), None)
+    if todo is not None:
+        said = todo.message.splitlines()[0].removeprefix("not done yet: ").removeprefix("not implemented yet: ")
+        print(f"(this differs from the text because {_learner_name(todo, ns)} is not done yet: {said})")
 
 
-def _failing_methods(names: Any, ns: dict[str, Any]) -> list[str]:
-    """The methods whose checks (of `names`) fail now, not counting those merely not done yet."""
-    failing = [r for r in run_checks([get(n) for n in names], ns) if not r.passed and not _not_done(r)]
-    return list(dict.fromkeys(r.culprit or (get(r.name).own_methods or r.targets)[0] for r in failing))
+def _learner_name(r: CheckResult, ns: dict[str, Any], quote: str = "`") -> str:
+    """What a learner calls the thing a result is about: the method or function it pins (`Value.__mul__`, `train`),
+    else the check itself (`the check `manual_backprop``); never one of the variables a check reads (notebook 2's
+    hand-filled nodes `a`, `b`, ... are targets too)."""
+    for name in (r.culprit, *get(r.name).own_methods, *r.targets):
+        if name and _is_code(name, ns):
+            return f"{quote}{name}{quote}"
+    return f"the check {quote}{r.name}{quote}"
+
+
+def _is_code(name: str, ns: dict[str, Any]) -> bool:
+    """A method of a class (`Value.__add__`, `Neuron.__call__`), a class or a function the notebook defines."""
+    head = name.split(".")[0]
+    if "." in name:
+        return isinstance(ns[head], type) if head in ns else head[:1].isupper()
+    return inspect.isclass(ns.get(name)) or inspect.isfunction(ns.get(name))
+
+
+def _failing_methods(results: list[CheckResult], ns: dict[str, Any], quote: str = "`") -> list[str]:
+    """What the failing checks among `results` are about, as the learner names it, not counting those merely not
+    done yet."""
+    return list(dict.fromkeys(_learner_name(r, ns, quote) for r in results if not r.passed and not _not_done(r)))
 
 
 def stopped_by_learner_code(exc: BaseException) -> bool:
@@ -109,7 +137,7 @@ def stopped_by_learner_code(exc: BaseException) -> bool:
     # raised in the cell itself, on what a method gave back (`t = x.tanh()` returning None, then `t.backward()`)
     ns, line = frames[0].f_globals, traceback.extract_tb(exc.__traceback__)[0]
     failed = [n for n, passed in stood_when_checked(ns).items() if passed is False]
-    methods = _failing_methods(failed, ns) if failed else []
+    methods = _failing_methods(run_checks([get(n) for n in failed], ns), ns, quote="") if failed else []
     if not methods:
         return False
     what = " and ".join(methods)
@@ -172,12 +200,33 @@ def _totals(scored: Scored, stood: dict[str, bool]) -> tuple[float, float, list[
     return earned, sum(p for p, _ in scored), [r for _, rs in scored for r in rs]
 
 
+# Not started is not wrong: an unfinished exercise's line in the summary is one quiet (grey) line, apart from the
+# red ✗ of a failing one, and the stub's instruction is said once at the end, not once per check.
+TODO, GREY = "⋯", "#57606a"  # grey with a contrast of 6.4:1 on white
+_STUB_HINT = NOT_IMPLEMENTED_TEXT.split("{error}")[-1]  # " (replace the `raise NotImplementedError()` line ...)"
+REPLACE_STUBS = "In each unfinished exercise, replace the `raise NotImplementedError()` line with your code, then run its check cell."
+
+
+def todo_line(r: CheckResult) -> str:
+    """An unfinished exercise's check in one line: `⋯ name: not done yet (what is missing)`, no instruction repeated."""
+    first = (r.message.splitlines() or [""])[0].removesuffix(_STUB_HINT)
+    for lead in ("not implemented yet: ", "not done yet: "):
+        first = first.removeprefix(lead)
+    return f"{TODO} {r.name}: not done yet ({first})" if first else f"{TODO} {r.name}: not done yet"
+
+
+def _line(r: CheckResult) -> str:
+    return todo_line(r) if not r.passed and _not_done(r) else result_lines(r)[0]
+
+
 def _to_do(results: list[CheckResult], stood: dict[str, bool]) -> list[str]:
     """The closing lines: which checks are not done yet, which fail, which pass only now."""
     todo = [r.name for r in results if not r.passed and _not_done(r)]
     failing = [r.name for r in results if not r.passed and not _not_done(r)]
     only_now = [r.name for r in results if _only_now(r, stood)]
-    return ([f"Not done yet: {', '.join(todo)}."] if todo else []) + ([f"Failing: {', '.join(failing)}."] if failing else []) + (
+    stubs = any(_STUB_HINT in r.message for r in results if not r.passed and _not_done(r))
+    return ([f"Not done yet: {', '.join(todo)}."] if todo else []) + ([REPLACE_STUBS] if stubs else []) + (
+        [f"Failing: {', '.join(failing)}."] if failing else []) + (
         [f"Passing only now: {', '.join(only_now)}. nbgrader runs the notebook from the top and scores each check "
          "where its check cell stands; there these failed or did not run. Restart & Run All (Kernel menu) to see "
          "what nbgrader will score."] if only_now else [])
@@ -206,7 +255,7 @@ def summary_text(scored: Scored, stood: dict[str, bool]) -> str:
         for i, r in enumerate(results):
             score = f"{got:g} of {_pts(points)}" if i == 0 else ""
             note = _only_now(r, stood)
-            lines.append(f"  {score:<18}{result_lines(r)[0]}" + (f" ({note})" if note else ""))
+            lines.append(f"  {score:<18}{_line(r)}" + (f" ({note})" if note else ""))
     head, rest = _closing(scored, stood)
     return "\n".join([*lines, head, *rest])
 
@@ -216,14 +265,16 @@ def summary_html(scored: Scored, stood: dict[str, bool]) -> str:
     rows = []
     for points, results in scored:
         ok = all(_counts(r, stood) for r in results)
-        colour = GREEN if ok else RED
+        unstarted = all(not r.passed and _not_done(r) for r in results)
+        colour = GREEN if ok else GREY if unstarted else RED
         cell = (f'<td rowspan="{len(results)}" style="vertical-align:top;color:{colour};white-space:nowrap">'
                 f"{(points if ok else 0):g} of {_pts(points)}</td>")
         for i, r in enumerate(results):
             note = _only_now(r, stood)
             extra = f' <span style="color:{RED}">({escape(note)})</span>' if note else ""
-            rows.append(f"<tr>{cell if i == 0 else ''}<td style=\"text-align:left\">{result_html(r, brief=True)}{extra}"
-                        "</td></tr>")
+            shown = (f'<div class="autograder-todo" style="{BLOCK}color:{GREY}">{escape(todo_line(r))}</div>'
+                     if not r.passed and _not_done(r) else result_html(r, brief=True))
+            rows.append(f"<tr>{cell if i == 0 else ''}<td style=\"text-align:left\">{shown}{extra}</td></tr>")
     head, rest = _closing(scored, stood)
     intro = ("<p><b>Points as nbgrader will score them</b> (a grade cell earns its points only when every check "
              "in it passes)</p>")

@@ -28,6 +28,9 @@ from autograder.checks import run_checks  # noqa: E402
 from autograder.checks.common import EXPRESSIONS  # noqa: E402
 from autograder.loader import load  # noqa: E402
 
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from results import Results, add_option, recording  # noqa: E402
+
 CELL_TARGET = 1.0
 TARGETS = {"engine": 1.0, "engine+net": 3.0}
 
@@ -50,7 +53,7 @@ def _median_seconds(nb_of: Callable[[], Any], repeats: int) -> tuple[dict[str, t
             for g in cells}, runs[-1]
 
 
-def check_cells(repeats: int) -> None:
+def check_cells(repeats: int, results: Results) -> None:
     """The answer time of every check cell (median of `repeats` runs), on the solutions and on every corpus mistake."""
     import nbformat
 
@@ -76,6 +79,11 @@ def check_cells(repeats: int) -> None:
     print(f"  slowest learner-visible answer {top:.3f} s = {top / CELL_TARGET:.0%} of the target; "
           f"slowest with hidden inputs (nbgrader) {max(w[2] for w in worst.values()):.3f} s; "
           f"{len(MISTAKES) + len(DIAGNOSED)} mistakes")
+    results.figure("slowest_cell_s", top, "s", "the slowest check cell's answer a learner waits for (median of the runs)")
+    results.figure("slowest_cell_hidden_s", max(w[2] for w in worst.values()), "s",
+                   "the slowest check cell with nbgrader's hidden inputs added")
+    results.figure("cell_target_s", CELL_TARGET, "s", "the target for one check cell's answer", 1)
+    results.figure("mistakes", len(MISTAKES) + len(DIAGNOSED), "mistakes", "notebook mistakes timed", 0)
 
 
 def hand_written_check(ns: dict, cks: list[checks.Check]) -> int:
@@ -100,7 +108,7 @@ def hand_written_check(ns: dict, cks: list[checks.Check]) -> int:
     return graphs
 
 
-def catalogue(repeats: int) -> None:
+def catalogue(repeats: int, results: Results) -> None:
     """The whole catalogue on the reference engine, against the README's targets and a hand-written check."""
     ns = load(ROOT / "tests" / "engines" / "reference.py").namespace
     engine = [c for c in checks.spec_checks() if c.group == "engine"]
@@ -125,11 +133,15 @@ def catalogue(repeats: int) -> None:
         print(f"  {label:<42} {best:7.3f} / {med:7.3f} s   = {med / target:6.1%} of the {target:g} s target")
     print(f"  {'first run in this process (cold)':<42} {cold:7.3f} s           = {cold / 3.0:6.1%} of the 3 s target")
     print(f"  {'python -m autograder check (end to end)':<42} {cli:7.3f} s           = {cli / 3.0:6.1%} of the 3 s target")
+    results.figure("catalogue_cold_s", cold, "s", "the whole catalogue on a correct engine, first run in a process")
+    results.figure("check_cli_s", cli, "s", "python -m autograder check on an engine file, end to end")
     graphs = hand_written_check(ns, expression_checks)
     grader = statistics.median(timed(lambda: run_checks(expression_checks, ns), repeats))
     naive = statistics.median(timed(lambda: hand_written_check(ns, expression_checks), repeats))
     print(f"the same {graphs} expression graphs: grader {grader:.3f} s, hand-written finite differences of the learner's "
           f"own forward pass {naive:.3f} s; ratio grader / hand-written = {grader / naive:.2f}")
+    results.figure("grader_vs_hand_written", grader / naive, "x",
+                   "the grader's time / hand-written finite differences of the same graphs")
     print("  (the hand-written check proves only self-consistency: a wrong-sign __rsub__ passes it)")
 
 
@@ -137,9 +149,11 @@ def main() -> None:
     """Print the timings."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeats", type=int, default=3)
+    add_option(parser, "bench_catalog")
     args = parser.parse_args()
-    check_cells(args.repeats)
-    catalogue(args.repeats)
+    with recording("bench_catalog", args.results) as results:
+        check_cells(args.repeats, results)
+        catalogue(args.repeats, results)
 
 
 if __name__ == "__main__":

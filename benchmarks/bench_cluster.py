@@ -40,10 +40,20 @@ def main() -> int:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import support
     from bench_grade import workbook_course  # the same course: generated workbook, solutions/blanks/mistakes
+    from results import add_option, recording
 
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--students", type=int, default=4, help="students handing in the workbook (default 4)")
+    add_option(parser, "bench_cluster")
     args = parser.parse_args()
+    with recording("bench_cluster", args.results) as results:
+        code = measure(args, support, workbook_course, results)
+        results.ok = code == 0
+    return code
+
+
+def measure(args: Any, support: Any, workbook_course: Any, results: Any) -> int:
+    """The four runs side by side; their figures printed and recorded."""
     config = str(support.ROOT / "grading_config.py")
     with tempfile.TemporaryDirectory(prefix="bench-cluster-") as tmp:
         try:
@@ -83,8 +93,20 @@ def main() -> int:
             print(f"where the {name} cluster run goes: first task {r.first:.1f} s after the command's start (the driver's "
                   f"start, connecting; each worker's start: {r.setup}), tasks {r.last - r.first:.1f} s, "
                   f"{r.wall - r.last:.1f} s after the last (storing it, late penalties, class report, exit)")
-        capacity(warm.compute / n, warm.wall * WORKERS / n, fresh.wall * WORKERS / n)
-        journal_append(cluster)
+        threads = capacity(warm.compute / n, warm.wall * WORKERS / n, fresh.wall * WORKERS / n)
+        append_ms = journal_append(cluster)
+        results.figure("students", len(ids), "students", "students, each handing in the six workbook notebooks", 0)
+        results.figure("plain_s", t_plain, "s", "plain nbgrader autograde", 1)
+        results.figure("local_s", t_local, "s", f"ours, the local pool --jobs {WORKERS}", 1)
+        results.figure("fresh_s", fresh.wall, "s", "ours, --cluster on fresh workers (their start included)", 1)
+        results.figure("warm_s", warm.wall, "s", "ours, --cluster again on the same warm workers", 1)
+        results.figure("fresh_vs_local", fresh.wall / t_local, "x", "cluster on fresh workers / the local pool")
+        results.figure("warm_vs_local", warm.wall / t_local, "x", "cluster on warm workers / the local pool")
+        results.figure("task_s", warm.compute / n, "s", "worker-thread-seconds a notebook's grading task costs (warm)")
+        results.figure("threads_for_target", threads, "worker threads",
+                       f"worker threads for {TARGET:,} notebooks in an hour at that cost", 0)
+        results.figure("journal_append_ms", append_ms, "ms", f"one journal append with {TARGET:,} records in it", 1)
+        results.figure("same_scores", float(same), "", "1 when every grade cell scored the same four ways", 0)
         return 0 if same else 1
 
 
@@ -146,7 +168,7 @@ def cells(course: Path, ids: list[str] | None) -> dict[tuple[str, str, str], flo
                 for g in nb.grades}
 
 
-def capacity(task_s: float, warm_s: float, fresh_s: float) -> None:
+def capacity(task_s: float, warm_s: float, fresh_s: float) -> int:
     """Workers for TARGET notebooks in an hour, from the measured per-notebook cost."""
     need = TARGET / HOUR
     print(f"per-notebook cost on the cluster: {task_s:.2f} worker-thread-seconds in its grading task (Dask's task stream, "
@@ -154,9 +176,10 @@ def capacity(task_s: float, warm_s: float, fresh_s: float) -> None:
           "small run's fixed start and tail spread over its notebooks")
     print(f"capacity model: {TARGET:,} notebooks in an hour = {need:.1f} notebooks/s -> {math.ceil(need * task_s)} worker "
           f"threads (one core each) at {task_s:.2f} s a notebook, this machine's speed")
+    return math.ceil(need * task_s)
 
 
-def journal_append(course: Path) -> None:
+def journal_append(course: Path) -> float:
     """One journal append with TARGET records in the journal: it does not grow with the cohort."""
     from autograder.grading.journal import Journal
 
@@ -172,6 +195,7 @@ def journal_append(course: Path) -> None:
     journal.close()
     print(f"driver: one journal append with {TARGET:,} records in it: {1000 * t_append:.1f} ms (it does not grow with the "
           "cohort); the driver's storing ceiling: benchmarks/bench_store.py")
+    return 1000 * t_append
 
 
 if __name__ == "__main__":

@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import results
 import support
-from results import machine_cpu
+from results import add_option, machine_cpu
 
 
 def main() -> int:
@@ -49,6 +49,7 @@ def main() -> int:
     parser.add_argument("--ours-only", type=int, default=0, metavar="RUNS",
                         help="with --workbook: only our sandboxed grader, this many runs of it (a quick loop while "
                              "tuning; no nbgrader, so no ratio and no score comparison)")
+    add_option(parser, "bench_grade")
     args = parser.parse_args()
     if args.floor_of:
         print(json.dumps(floor_of(Path(args.floor_of))))

@@ -41,6 +41,7 @@ import support
 from bench_grade import workbook_course
 from nbgrader.api import Gradebook
 from nbgrader.plugins import LateSubmissionPlugin
+from results import Results, add_option, recording
 
 ASSIGNMENT = "workbook"
 COURSE_ID = "autograd-workbook"  # grading_config.py's
@@ -379,11 +380,20 @@ def main() -> int:
     parser.add_argument("--compare", type=int, default=COMPARE, metavar="STUDENTS",
                         help=f"students the plain store and nbgrader's late step are run on, for the comparison "
                         f"(default {COMPARE}, spread evenly; nbgrader's way takes ~50 ms a notebook)")
+    add_option(parser, "bench_store")
     args = parser.parse_args()
     if args.notebooks < 1:
         parser.error("--notebooks must be at least 1")
     if args.compare < 2:
         parser.error("--compare must be at least 2")
+    with recording("bench_store", args.results) as rec:
+        code = bench(args, rec)
+        rec.ok = code == 0
+    return code
+
+
+def bench(args: argparse.Namespace, rec: Results) -> int:
+    """The replay into each database kind; its figures printed and recorded."""
     # nbgrader's Gradebook runs `alembic` from PATH: this venv's, when run as `.venv/bin/python benchmarks/bench_store.py`
     os.environ["PATH"] = support.BIN + os.pathsep + os.environ.get("PATH", "")
     with tempfile.TemporaryDirectory(prefix="bench-store-") as tmp:
@@ -410,6 +420,9 @@ def main() -> int:
         if args.only != "postgresql":
             s_lite, f_lite, ok = measure("sqlite", f"sqlite:///{fresh[0]}", f"sqlite:///{fresh[1]}", base, spec,
                                          results, release, sample)
+            rec.figure("sqlite_store_rate", args.notebooks / s_lite, "notebooks/s", "the writer into SQLite", 0)
+            rec.figure("sqlite_finish_rate", args.notebooks / f_lite, "notebooks/s",
+                       "late penalties and other files (batch.finish), SQLite", 0)
             lines += [f"finish: {args.notebooks} notebooks in {f_lite:.2f} s: {args.notebooks / f_lite:.0f} "
                       "notebooks/s (sqlite)",
                       f"store: {args.notebooks} notebooks in {s_lite:.2f} s: {args.notebooks / s_lite:.0f} "
@@ -432,6 +445,9 @@ def main() -> int:
                 s_pg, f_pg, ok_pg = measure("postgresql", url, f"sqlite:///{fresh[2]}", base, spec, results, release,
                                             sample)
                 ok = ok and ok_pg
+                rec.figure("postgresql_store_rate", args.notebooks / s_pg, "notebooks/s", "the writer into PostgreSQL", 0)
+                rec.figure("postgresql_finish_rate", args.notebooks / f_pg, "notebooks/s",
+                           "late penalties and other files (batch.finish), PostgreSQL", 0)
                 lines.insert(len(lines) // 2, f"finish: {args.notebooks} notebooks in {f_pg:.2f} s: "
                              f"{args.notebooks / f_pg:.0f} notebooks/s (postgresql)")
                 lines.append(f"store: {args.notebooks} notebooks in {s_pg:.2f} s: {args.notebooks / s_pg:.0f} "
@@ -439,6 +455,7 @@ def main() -> int:
         print(f"load average (1, 5, 15 min) before: {' '.join(f'{x:.2f}' for x in load_before)}, after: "
               f"{' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} CPUs")
         print("\n".join(lines))
+        rec.figure("notebooks", args.notebooks, "notebooks", "graded notebooks replayed through the writer", 0)
         return 0 if ok else 1
 
 

@@ -38,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import results
 import support
 from bench_grade import workbook_course
+from results import Results, add_option, recording
 
 STEPS = ["read_submission", "parse_notebook", "sanitize_notebook", "execute_and_judge", "mark_not_run", "render_notebook"]
 INSIDE = ["worker start", "judge (probes included)"]
@@ -92,7 +93,14 @@ def main() -> int:
     parser.add_argument("--students", type=int, default=6, help="students handing in the whole workbook (default 6)")
     parser.add_argument("--jobs", type=int, default=1, help="parallel workers (default 1: stages add up to wall time)")
     parser.add_argument("--unsafe-no-sandbox", action="store_true", help="profile the unsandboxed grader instead")
+    add_option(parser, "profile_grade")
     args = parser.parse_args()
+    with recording("profile_grade", args.results) as rec:
+        return profile_run(args, rec)
+
+
+def profile_run(args: argparse.Namespace, rec: Results) -> int:
+    """Grade the course with the clock on; print and record where the time went."""
     imports = import_seconds()
     with tempfile.TemporaryDirectory(prefix="profile-grade-") as tmp:
         course, ids = workbook_course(Path(tmp), args.students)
@@ -118,6 +126,9 @@ def main() -> int:
         print(f"{len(rows)} notebooks of {len(ids)} students graded, {sum(r.score for r in rows):g} points in all"
               + ("" if not args.unsafe_no_sandbox else ", UNSANDBOXED"))
         report(profile, counts, wall, imports, args.jobs)
+        rec.figure("notebooks", len(rows), "notebooks", "notebooks graded", 0)
+        rec.figure("wall_s", wall, "s", f"batch.run's wall time (jobs={args.jobs})")
+        rec.figure("imports_s", imports, "s", "a fresh interpreter importing the grader")
     return 0
 
 

@@ -1,13 +1,16 @@
-"""What every benchmark records besides what it prints: benchmarks/results/<name>.json, so the docs quote figures
-from a file the benchmark wrote (the machine, the date, the command, the figures), never from prose.
+"""What a benchmark run leaves for the docs: benchmarks/results/<name>.json, with the machine, the date and the command.
 
-Also the measuring helpers the benchmarks share: a command's wall and CPU time (its own and its children's, from
-`wait4`), and the machine's busy and idle core-seconds over a stretch (/proc/stat), to say how loaded it was.
+A benchmark keeps printing its figures as before; with `--results` it also writes them here: every line it printed
+(the docs show them as they are) and its key figures by name (the docs quote them by name, never retyped). The
+docs site (docs/benchmarks.md) reads these files when it builds; a test fails when a page quotes a figure no results
+file holds. Written only when the run ends well, so a failed run never replaces the last good one.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime
+import io
 import json
 import os
 import platform
@@ -16,28 +19,120 @@ import shlex
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-RESULTS = Path(__file__).resolve().parent / "results"
+ROOT = Path(__file__).resolve().parent.parent
+FOLDER = ROOT / "benchmarks" / "results"
+RESULTS = FOLDER
+
+
+def default_path(name: str) -> Path:
+    """benchmarks/results/<name>.json."""
+    return FOLDER / f"{name}.json"
+
+
+def add_option(parser: Any, name: str) -> None:
+    """`--results [FILE]`: also write the run's figures (default FILE: benchmarks/results/<name>.json)."""
+    parser.add_argument("--results", nargs="?", const=str(default_path(name)), default=None, metavar="FILE",
+                        help=f"also write the figures, the machine, the date and the command to FILE (default "
+                             f"{default_path(name).relative_to(ROOT)}), which the docs site shows")
 
 
 def machine() -> dict[str, Any]:
-    """The machine the figures come from: CPU model and count, memory, kernel, Python, load average."""
+    """What the figures were measured on: CPUs, their model, memory, Python, the load when the run started."""
     model = ""
-    try:
-        with open("/proc/cpuinfo") as f:
-            model = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), "")
-    except OSError:
-        pass
-    try:
-        memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError):
-        memory = 0
-    return {"cpu": model, "cpus": os.cpu_count(), "memory_gib": round(memory / 2**30, 1), "kernel": platform.release(),
-            "python": platform.python_version(), "load_average": [round(x, 2) for x in os.getloadavg()]}
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    memory = 0.0
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") / 2**30
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 0
+    load = list(os.getloadavg()) if hasattr(os, "getloadavg") else []
+    return {"cpus": cpus, "cpu_model": model, "memory_gib": round(memory, 1), "system": platform.platform(terse=True),
+            "python": platform.python_version(), "load_average_at_start": [round(x, 2) for x in load]}
 
+
+def commit() -> str:
+    """The checkout's commit, with `+changes` when its tracked files differ from it."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                              check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True,
+                               text=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return ""
+    return head + ("+changes" if dirty else "")
+
+
+class _Tee(io.TextIOBase):
+    def __init__(self, out: Any, keep: list[str]) -> None:
+        self.out, self.keep = out, keep
+
+    def write(self, text: str) -> int:
+        self.keep.append(text)
+        return self.out.write(text)
+
+    def flush(self) -> None:
+        self.out.flush()
+
+
+class Results:
+    """The figures of one run: named values, and every line the run printed."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.figures: dict[str, dict[str, Any]] = {}
+        self.printed: list[str] = []
+        self.started = datetime.datetime.now(datetime.timezone.utc)
+        self.machine = machine()
+        self.ok = True  # the benchmark sets it False when a grader failed: nothing is written then
+
+    def figure(self, key: str, value: float, unit: str, what: str, digits: int = 2) -> None:
+        """A figure the docs may quote by `key`: `value` `unit` (s, ms, x, notebooks/s, ...), rounded to `digits`."""
+        self.figures[key] = {"value": round(float(value), digits), "unit": unit, "what": what}
+
+    def document(self, argv: list[str]) -> dict[str, Any]:
+        """The JSON document written for the docs."""
+        args = [a for a in argv if not a.startswith("--results")]
+        return {"benchmark": self.name,
+                "command": shlex.join([".venv/bin/python", f"benchmarks/{self.name}.py", *args]),
+                "date": self.started.strftime("%Y-%m-%d %H:%M UTC"),
+                "commit": commit(),
+                "machine": self.machine,
+                "figures": self.figures,
+                "output": "".join(self.printed).rstrip("\n").splitlines()}
+
+
+@contextlib.contextmanager
+def recording(name: str, path: str | None, argv: list[str] | None = None) -> Iterator[Results]:
+    """Record what the block prints and the figures it names; write them to `path` (if given) when it ends well."""
+    results = Results(name)
+    out = sys.stdout
+    sys.stdout = _Tee(out, results.printed)  # type: ignore[assignment]
+    try:
+        yield results
+    finally:
+        sys.stdout = out
+    if path and results.ok and results.figures:
+        target = Path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        doc = results.document(list(sys.argv[1:] if argv is None else argv))
+        target.write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+        print(f"wrote {target}")
+
+
+def load(name: str) -> dict[str, Any]:
+    """The committed results of benchmark `name`."""
+    return json.loads(default_path(name).read_text())
+
+
+# ---------------------------------------------------------------- measuring helpers the benchmarks share
 
 def write(name: str, figures: dict[str, Any], notes: str = "") -> Path:
     """benchmarks/results/<name>.json: the machine, the date, the command that ran, the figures; its path."""

@@ -64,6 +64,39 @@ def artifacts(name: str) -> Path:
     return folder
 
 
+# The pictures the docs site and the README show, each taken by the browser test that names it here (so none is drawn
+# by hand): every run writes them to test-artifacts/browser/docs/; `python scripts/docs_screenshots.py` runs these
+# tests with WORKBOOK_DOCS_SCREENSHOTS=1, which also writes each, made small, into docs/_static/screens/.
+DOCS_SCREENS = ROOT / "docs" / "_static" / "screens"
+DOCS_PICTURES = {
+    "check-cell.png": "tests/test_browser_lab.py::test_each_notebook_untouched_then_a_mistake_then_solved_in_a_learners_lab",
+    "summary-untouched.png": "tests/test_browser_lab.py::test_each_notebook_untouched_then_a_mistake_then_solved_in_a_learners_lab",
+    "summary-solved.png": "tests/test_browser_lab.py::test_each_notebook_untouched_then_a_mistake_then_solved_in_a_learners_lab",
+    "validate-fails.png": "tests/test_browser_lab.py::test_learner_fills_stub_sees_check_and_mistake_then_validates",
+}
+
+
+def docs_shot(locator, name: str) -> Path:
+    """Screenshot one element for the docs (`name` a key of DOCS_PICTURES); into docs/ too when asked to."""
+    assert name in DOCS_PICTURES, f"{name} is not one of the docs' pictures (DOCS_PICTURES)"
+    path = ARTIFACTS / "docs" / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    locator.scroll_into_view_if_needed()
+    locator.screenshot(path=str(path))
+    if os.environ.get("WORKBOOK_DOCS_SCREENSHOTS") == "1":
+        small_png(path, DOCS_SCREENS / name)
+    return path
+
+
+def small_png(source: Path, target: Path, colours: int = 64) -> None:
+    """The screenshot with its colours reduced (text and flat colours survive; a fraction of the bytes)."""
+    from PIL import Image
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with Image.open(source) as image:
+        image.convert("RGB").quantize(colors=colours, method=Image.Quantize.MEDIANCUT).save(target, optimize=True)
+
+
 # ---------------------------------------------------------------- the browser
 
 

@@ -22,6 +22,7 @@ from browser_support import (
     Lab,
     artifacts,
     browser,
+    docs_shot,
     filled,
     jupyter_lab,
     require_chromium,
@@ -34,6 +35,7 @@ from autograder.loader import calls_check
 
 # The exercise the Validate test drives: the `_backward` of `+` and `*`, checked for accumulation (`+=`, not `=`).
 TARGET_CHECK = "backward_accumulates"
+DOCS_NOTEBOOK = "04_bricks"  # whose check cell, with a ✓ beside its ✗, the README shows (browser_support.DOCS_PICTURES)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -197,7 +199,8 @@ def test_half_done_run_all_reaches_the_summary_in_a_learners_lab(lab: Lab, exerc
     summary = notebook.output(notebook.cells.count() - 1)
     expect(summary).to_contain_text("Not done yet: ", timeout=120_000)
     expect(summary).to_contain_text("✓ add_local_backward")
-    expect(summary).to_contain_text("✗ backward_accumulates")
+    expect(summary).to_contain_text("⋯ backward_accumulates: not done yet")  # unfinished: a quiet line, not a ✗
+    expect(summary.locator(".autograder-todo").first).to_have_css("color", "rgb(87, 96, 106)")  # grey, not red
     expect(summary).to_contain_text("Points as nbgrader will score them")
     expect(notebook.page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")).to_have_count(0)
     expect(notebook.cells.nth(exercise.check).locator(".autograder-check")).to_contain_text("✗ backward_accumulates")
@@ -242,6 +245,7 @@ def test_learner_fills_stub_sees_check_and_mistake_then_validates(lab: Lab, exer
     expect(dialog).to_contain_text("The following cell failed")
     expect(dialog).to_contain_text(f"✗ {TARGET_CHECK}: ")  # the one-line diagnosis, not "printed above"
     notebook.shot("3-validate-fails-on-mistake")
+    docs_shot(dialog, "validate-fails.png")
     notebook.close_dialog()
 
     notebook.type_into(exercise.stub, exercise.solutions[exercise.stub])
@@ -270,6 +274,8 @@ def test_each_notebook_untouched_then_a_mistake_then_solved_in_a_learners_lab(na
     expect(summary).to_contain_text("Not done yet: ", timeout=120_000)
     shot(notebook.page, notebook.shots / f"{name}-0-untouched-run-all.png", show=summary,
          expect=("Points as nbgrader will score them",), console=console)
+    if name == DOCS_NOTEBOOK:
+        docs_shot(summary, "summary-untouched.png")
 
     for index, solution in book.solutions.items():  # everything solved, but one classic mistake
         notebook.type_into(index, book.mistake if index == book.mistake_cell else solution)
@@ -281,6 +287,9 @@ def test_each_notebook_untouched_then_a_mistake_then_solved_in_a_learners_lab(na
         if i < book.check:
             expect(notebook.output(i)).not_to_contain_text("✗")
     shot(notebook.page, notebook.shots / f"{name}-1-mistake.png", show=wrong, expect=("✗", book.sentence), console=console)
+    if name == DOCS_NOTEBOOK:  # the README's picture: one check cell, a ✓ beside a ✗ and its diagnosis
+        expect(wrong).to_contain_text("✓")
+        docs_shot(wrong, "check-cell.png")
 
     notebook.type_into(book.mistake_cell, book.solutions[book.mistake_cell])
     notebook.run_all_from_menu()
@@ -293,4 +302,6 @@ def test_each_notebook_untouched_then_a_mistake_then_solved_in_a_learners_lab(na
     shot(notebook.page, notebook.shots / f"{name}-2-solved.png", show=notebook.output(book.check), expect=("✓",),
          console=console)
     shot(notebook.page, notebook.shots / f"{name}-3-solved-summary.png", show=summary, expect=("this notebook is done",))
+    if name == DOCS_NOTEBOOK:
+        docs_shot(summary, "summary-solved.png")
     notebook.save()

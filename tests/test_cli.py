@@ -187,17 +187,17 @@ def solved(name: str, folder: Path) -> Path:
     return path
 
 
-def readme_check_example() -> tuple[list[str], str]:
-    """The README's `check` example on notebook 03 (its words) and the output the README says it prints."""
-    readme = (ROOT / "README.md").read_text()
-    command = next(ln for ln in readme.splitlines() if ln.startswith(".venv/bin/python -m autograder check notebooks/"))
-    said = re.search(r"prints a ✓ line per check of its check cells and\s+`(score: [^`]+)`", readme)
-    assert said, "the README no longer says what the check example prints"
+def guide_check_example() -> tuple[list[str], str]:
+    """The learner guide's `check` example on notebook 03 (its words) and the output the guide says it prints."""
+    guide = (ROOT / "docs" / "learner" / "index.md").read_text()
+    command = next(ln for ln in guide.splitlines() if ln.startswith(".venv/bin/python -m autograder check notebooks/"))
+    said = re.search(r"prints a ✓ line per check of its check cells and\s+`(score: [^`]+)`", guide)
+    assert said, "the learner guide no longer says what the check example prints"
     return command.split()[1:], " ".join(said.group(1).split())
 
 
-def test_the_readmes_check_example_on_the_solved_notebook_prints_what_the_readme_says(tmp_path):
-    args, last = readme_check_example()
+def test_the_learner_guides_check_example_on_the_solved_notebook_prints_what_the_guide_says(tmp_path):
+    args, last = guide_check_example()
     path = solved("03_backward.ipynb", tmp_path / "notebooks" / "workbook")
     assert args[-1] == "notebooks/workbook/03_backward.ipynb"
     p = subprocess.run([sys.executable, *args], capture_output=True, text=True, cwd=tmp_path, timeout=120)
@@ -253,3 +253,35 @@ def test_a_slip_in_one_operator_costs_its_own_exercise_only(tmp_path):
     failed = [ln for ln in p.stdout.splitlines() if ln.startswith("✗ ")]
     assert len(failed) == 1 and failed[0].startswith("✗ add_local_backward: Value.__add__: ") and "grad += ..." in failed[0]
     assert "score: 7 / 8" in p.stdout
+
+
+def test_grade_outside_a_course_says_where_it_looked_and_leaves_nothing_behind(tmp_path):
+    env = {k: v for k, v in __import__("os").environ.items() if k not in ("AUTOGRADER_CONFIG", "AUTOGRADER_COURSE_DIR")}
+    p = subprocess.run([sys.executable, "-m", "autograder", "grade", "workbook"], capture_output=True, text=True,
+                       cwd=tmp_path, env=env, timeout=120)
+    assert p.returncode == 2
+    line = one_clean_line(p.stderr)
+    assert f"no nbgrader course in {tmp_path}" in line and "config: none" in line, line  # the folder and the config
+    assert "--course" in line and "--config" in line, line  # and how to point it at the course
+    assert list(tmp_path.iterdir()) == []  # no gradebook.db, no .autograder.lock
+    config = tmp_path / "elsewhere" / "nbgrader_config.py"
+    config.parent.mkdir()
+    config.write_text(f"c = get_config()\nc.CourseDirectory.root = {str(tmp_path / 'course')!r}\n")
+    (tmp_path / "course").mkdir()
+    p = subprocess.run([sys.executable, "-m", "autograder", "grade", "workbook", "--config", str(config)],
+                       capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
+    line = one_clean_line(p.stderr)
+    assert p.returncode == 2 and f"config: {config} (--config)" in line and str(tmp_path / "course") in line, line
+    assert list((tmp_path / "course").iterdir()) == []
+
+
+def test_a_refused_grade_in_a_real_course_leaves_no_lock(tmp_path):
+    import support
+
+    course = support.make_course(tmp_path / "course")
+    before = set(course.iterdir())
+    p = subprocess.run([sys.executable, "-m", "autograder", "grade", support.ASSIGNMENT, "--course", str(course),
+                        "--config", str(course / "nbgrader_config.py")], capture_output=True, text=True, cwd=tmp_path,
+                       env=support.env(), timeout=300)
+    assert p.returncode == 2 and "no submissions" in one_clean_line(p.stderr)
+    assert set(course.iterdir()) == before  # no .autograder.lock, no secret, no journal

@@ -56,8 +56,8 @@ def tail(log: Path, n: int = 4000) -> str:
 
 
 def quick_start_notebooks(clone: Path) -> set[str]:
-    """Notebook paths the README tells a learner to open, relative to the lab's root (notebooks/)."""
-    return set(re.findall(r"(?:notebooks/)?(workbook/\d\d_\w+\.ipynb)", (clone / "README.md").read_text()))
+    """Notebook paths the learner guide tells a learner to open, relative to the lab's root (notebooks/)."""
+    return set(re.findall(r"(?:notebooks/)?(workbook/\d\d_\w+\.ipynb)", (clone / "docs" / "learner" / "index.md").read_text()))
 
 
 def test_workbook_lab_serves_the_notebooks_from_a_fresh_clone(clone: Path, tmp_path: Path):
@@ -118,3 +118,17 @@ def test_workbook_test_passes_twice_in_a_fresh_clone(clone: Path, tmp_path: Path
     # Again, on one file: set-up is skipped (the stamp matches) and the tests still pass.
     second = workbook_test(clone, tmp_path / "second.log", "tests/test_smoke.py")
     assert "workbook: installing" not in second and "creating the virtual environment" not in second, second[:2000]
+
+
+def test_workbook_docs_builds_the_site_in_a_fresh_clone_with_one_command(clone: Path, tmp_path: Path):
+    """`./workbook docs` after the clone's `./workbook test` set-up (the dev extra holds the docs extra): one command,
+    no set-up again, the site in build/docs/, warnings as errors."""
+    workbook_test(clone, tmp_path / "setup.log", "tests/test_smoke.py")
+    log = tmp_path / "docs.log"
+    with log.open("w") as out:
+        done = subprocess.run(["./workbook", "docs"], cwd=clone, env=clean_env(), stdout=out, stderr=subprocess.STDOUT,
+                              timeout=1200)
+    assert done.returncode == 0, f"./workbook docs failed in the fresh clone:\n{tail(log)}"
+    assert "workbook: installing" not in log.read_text()
+    for page in ("index.html", "learner/index.html", "instructor/one-machine.html", "configuration.html"):
+        assert (clone / "build" / "docs" / page).is_file(), page

@@ -113,10 +113,11 @@ def test_killed_run_then_rerun_ends_with_every_grade_correct_and_no_duplicates(a
 def test_second_grader_on_the_same_course_refuses_with_one_line(course):
     with course_lock(course):
         result = support.grade_ours(course)
+        assert (course / LOCK_FILE).exists()  # the refused grader leaves the holder's lock alone
     assert result.returncode == 2
     assert result.stderr.strip().count("\n") == 0
     assert "another grader is already running" in result.stderr and "Traceback" not in result.stderr
-    assert (course / LOCK_FILE).exists()
+    assert not (course / LOCK_FILE).exists()  # the holder removes it as it lets go: no stale lock file is left
 
 
 def test_cli_errors_are_one_line_without_traceback(course):
@@ -165,3 +166,29 @@ def fingerprint_now(course, student):
     spec = load_assignment(CourseDirectory(config=config).db_url, support.ASSIGNMENT)
     path = course / "submitted" / student / support.ASSIGNMENT / f"{support.NOTEBOOK}.ipynb"
     return batch.fingerprint(path, spec, batch.settings_text(Limits(config=config), Tolerance(config=config), False))
+
+
+def test_the_lock_goes_to_one_grader_at_a_time_even_while_its_file_is_removed(tmp_path):
+    import threading
+
+    from autograder.grading.source import GradingError
+
+    holders, refused, inside = [], [], threading.Lock()
+
+    def grader(n: int) -> None:
+        for _ in range(200):
+            try:
+                with course_lock(tmp_path):
+                    assert inside.acquire(blocking=False), "two graders held the course lock at once"
+                    holders.append(n)
+                    inside.release()
+            except GradingError:
+                refused.append(n)
+
+    threads = [threading.Thread(target=grader, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(holders) + len(refused) == 800 and holders
+    assert not (tmp_path / LOCK_FILE).exists()

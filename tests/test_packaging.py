@@ -83,7 +83,8 @@ def test_every_imports_cell_is_a_few_readable_lines_naming_the_repository_of_pyp
         assert f"from autograder import check{IMPORTS_HINT.format(url=url)}" in lines, path
         # the same cell runs in the browser, where pip, git and a checkout mean nothing
         assert not any(word in ln for ln in lines for word in ("pip", "git+", "checkout")), path
-    assert f'pip install "git+{url}"' in (ROOT / "README.md").read_text(), "the README's install line uses another URL"
+    guide = (ROOT / "docs" / "instructor" / "one-machine.md").read_text()
+    assert f'pip install "git+{url}"' in guide, "the instructor guide's install line uses another URL"
 
 
 NBGRADER_WITH_CONFIG = re.compile(r"\bnbgrader (?:<command>|[a-z]+_[a-z_]+|autograde|export|db|validate|collect)[\s`][^`]*--config\b")
@@ -91,7 +92,8 @@ NBGRADER_WITH_CONFIG = re.compile(r"\bnbgrader (?:<command>|[a-z]+_[a-z_]+|autog
 
 def test_no_doc_tells_nbgrader_to_take_a_config_file_it_ignores():
     # nbgrader 0.9.6 ignores `--config FILE`; only `python -m autograder grade --config FILE` takes it
-    for name in ("README.md", "grading_config.py", "nbgrader_config.py"):
+    docs = [str(p.relative_to(ROOT)) for p in (ROOT / "docs").rglob("*.md")]
+    for name in ("README.md", "grading_config.py", "nbgrader_config.py", *docs):
         if (ROOT / name).exists():
             for line in (ROOT / name).read_text().splitlines():
                 assert not NBGRADER_WITH_CONFIG.search(line), f"{name}: {line}"

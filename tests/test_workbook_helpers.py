@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import inspect
 import math
 import re
 from pathlib import Path
@@ -83,7 +84,7 @@ def test_summary_scores_whole_grade_cells_as_nbgrader_does_and_never_raises(ref,
     ns = checked(dict(vars(ref)), "add_forward", "mul_forward", "numerical_derivative")
     summary((1, "add_forward"), (2, "mul_forward", "numerical_derivative"), ns=ns)
     out = capsys.readouterr().out
-    assert "✓ add_forward" in out and "✗ numerical_derivative" in out
+    assert "✓ add_forward" in out and "⋯ numerical_derivative: not done yet" in out
     assert "1 of 3 points; 2 of 3 checks pass." in out  # one failing check costs its cell's 2 points
     assert "Not done yet: numerical_derivative." in out and "Failing" not in out
 
@@ -425,8 +426,10 @@ def test_unless_passing_names_the_failing_method_in_one_line_and_is_silent_other
         def __mul__(self, other):
             raise NotImplementedError()
 
-    unless_passing("mul_local_backward", ns={"Value": Stub})  # a stub: the cell's own "not done yet" line says it
-    assert capsys.readouterr().out == ""
+    unless_passing("mul_local_backward", ns={"Value": Stub})  # a stub: named as not done yet, not as wrong
+    said = capsys.readouterr().out
+    assert said.startswith("(this differs from the text because `Value.__mul__` is not done yet: NotImplementedError "
+                           "raised in ") and said.count("\n") == 1, said
     monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")  # demos are never graded
     unless_passing("mul_local_backward", ns=local_engine(ref, swapped=True))
     assert capsys.readouterr().out == ""
@@ -462,3 +465,87 @@ def test_the_second_backward_demo_says_why_its_numbers_differ_when_add_fails(mon
     wrong, right = demo_output(True), demo_output(False)
     assert wrong.splitlines()[-1] == "(this differs from the text because `Value.__add__` does not pass its check yet)"
     assert "a.grad = 24.0" not in wrong and "differs" not in right and "a.grad = 24.0" in right
+
+
+# ---------------------------------------------------------------- what a learner reads names what a learner wrote
+
+
+def solution_namespaces() -> list[dict]:
+    """The definitions of each of the six solved notebooks, as a learner's kernel holds them."""
+    from autograder.loader import load
+
+    return [load(str(path)).namespace
+            for path in sorted((Path(__file__).resolve().parent.parent / "solutions" / "workbook").glob("*.ipynb"))]
+
+
+def test_every_learner_facing_name_of_a_check_is_a_method_function_or_the_check_never_a_variable():
+    from autograder.checks import CheckResult
+    from autograder.workbook import _learner_name
+
+    spaces = solution_namespaces()
+    seen = 0
+    for check_ in catalog.notebook_checks():
+        failed = CheckResult(check_.name, check_.targets, 0.0, 1.0, "wrong", status="failed")
+        for ns in spaces:
+            said = _learner_name(failed, ns)
+            assert said.endswith("`") and (said.startswith("`") or said == f"the check `{check_.name}`"), said
+            if said.startswith("the check"):
+                continue
+            head, _, attr = said.strip("`").partition(".")
+            if head in ns:  # this notebook defines it: a class or function of the learner's, and its method
+                assert inspect.isclass(ns[head]) or inspect.isfunction(ns[head]), (check_.name, said)
+                assert not attr or any(callable(getattr(other.get(head), attr, None)) for other in spaces), (check_.name, said)
+                seen += 1
+    assert seen > 20
+    manual = CheckResult("manual_backprop", catalog.get("manual_backprop").targets, 0.0, 2.0, "x", status="failed")
+    assert _learner_name(manual, spaces[1]) == "the check `manual_backprop`"  # its targets: the nodes a, b, ..., L
+
+
+def test_a_demo_run_on_untouched_hand_filled_grads_says_why_it_prints_zero():
+    import contextlib
+    import io
+
+    import nbformat
+
+    from autograder.loader import load
+
+    path = Path(__file__).resolve().parent.parent / "notebooks" / "workbook" / "02_values.ipynb"
+    ns = load(str(path)).namespace  # untouched: every .grad still the 0 Value(...) starts with
+    demo = next(c.source for c in nbformat.read(path, as_version=4).cells if "unless_passing(\"manual_backprop\")" in c.source)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(demo, ns)
+    first, why = out.getvalue().splitlines()
+    assert "by hand 0.000000, relative error 1.0e+00" in first
+    assert why.startswith("(this differs from the text because the check `manual_backprop` is not done yet: every "
+                          ".grad is still 0"), why
+
+
+def test_an_untouched_notebooks_summary_shows_each_unfinished_exercise_in_one_quiet_line(ref, capsys):
+    class Value(ref.Value):  # + wrong (a mistake), * not written yet (a stub), tanh right
+        def __add__(self, other):
+            other = other if isinstance(other, Value) else Value(other)
+            return Value(self.data * other.data, (self, other), "+")
+
+        def __mul__(self, other):
+            raise NotImplementedError()
+
+        def exp(self):
+            raise NotImplementedError()
+
+    ns = checked({"Value": Value}, "add_forward", "mul_forward", "exp_backward")
+    summary((1, "add_forward"), (1, "mul_forward"), (1, "exp_backward"), ns=ns)
+    out = capsys.readouterr().out
+    rows = out.split("\n")
+    todo = [r for r in rows if "⋯" in r]
+    assert len(todo) == 2 and todo[0].endswith("__mul__)") and todo[1].endswith("exp)"), todo  # one line each
+    assert sum("✗" in r for r in rows) == 1 and "✗ add_forward" in out  # the one mistake stands apart, in red
+    assert out.count("raise NotImplementedError()") == 1  # the stub's instruction, once
+    from autograder.workbook import GREY, summary_html
+    from autograder.workbook import stood_when_checked as stood
+
+    scored = [(1.0, catalog.run_checks([catalog.get(n)], ns)) for n in ("add_forward", "mul_forward", "exp_backward")]
+    html = summary_html(scored, stood(ns))
+    todo_rows = [r for r in html.split("<tr>") if "⋯" in r]
+    assert len(todo_rows) == 2 and all(GREY in r and notebook.RED not in r for r in todo_rows)
+    assert notebook.RED in next(r for r in html.split("<tr>") if "add_forward" in r)

@@ -58,13 +58,25 @@ class Course:
     root: Path
 
     @classmethod
-    def open(cls, config: Config, root: str | None) -> Course:
+    def open(cls, config: Config, root: str | None, looked_at: str = "") -> Course:
+        """The course the config and --course name; GradingError, touching nothing, when there is none there.
+
+        `looked_at` says which config was read (the error names it): a grader run from the wrong folder must say
+        where it looked, never create a gradebook there.
+        """
         coursedir = CourseDirectory(config=config)
         if root:
             coursedir.root = str(Path(root).resolve())
-        path = Path(coursedir.root)
+        path = Path(coursedir.root).resolve()
+        where = f"{'--course' if root else 'the config' if 'root' in config.get('CourseDirectory', {}) else 'the current folder'}"
         if not path.is_dir():
-            raise GradingError(f"course directory {path} does not exist (set --course or $AUTOGRADER_COURSE_DIR)")
+            raise GradingError(f"course folder {path} does not exist (from {where}; {looked_at or 'no config read'}): "
+                               "pass --course DIR, or set $AUTOGRADER_COURSE_DIR")
+        gradebook = sqlite_file(coursedir.db_url)
+        if gradebook is not None and not gradebook.is_file():
+            raise GradingError(f"no nbgrader course in {path} (from {where}; {looked_at or 'no config read'}): it has no "
+                               f"gradebook {gradebook}; run from the course's checkout, where its nbgrader_config.py is, or "
+                               "pass --course DIR and --config FILE (nbgrader generate_assignment makes the gradebook)")
         return cls(coursedir, path)
 
     def submitted(self, student: str, assignment: str) -> Path:
@@ -88,6 +100,14 @@ class Course:
             raise GradingError(f"no submission of {assignment!r} for {', '.join(unknown)} (looked for "
                                f"{base / unknown[0] / assignment}); check the id, or collect the submission first")
         return list(dict.fromkeys(chosen))
+
+
+def sqlite_file(db_url: str) -> Path | None:
+    """The file of an SQLite gradebook URL (sqlite:///path), None for another database (PostgreSQL, in memory)."""
+    prefix = "sqlite:///"
+    if not db_url.startswith(prefix) or db_url[len(prefix):] in ("", ":memory:"):
+        return None
+    return Path(db_url[len(prefix):].split("?")[0]).resolve()
 
 
 def fingerprint(path: Path, spec: AssignmentSpec, settings: str) -> str:
@@ -119,6 +139,7 @@ class Options:
     progress: bool = True
     unsafe_no_sandbox: bool = False  # run workers without the OS sandbox (every row says so)
     cluster: str | None = None  # a Dask scheduler (address, scheduler file or module:Cluster) grades instead of local workers
+    looked_at: str = ""  # which config was read, for an error that says where the grader looked ("config: ./x.py")
     written: list[Path] = field(default_factory=list)  # filled by run(): the files it wrote besides the gradebook
     clock: Clock | None = None  # told the time of every step, from any thread (benchmarks/profile_grade.py)
 
@@ -167,7 +188,7 @@ def run(options: Options) -> list[Row]:
             from .cluster import connection  # Dask is an optional dependency (the `cluster` extra)
 
             cluster = stack.enter_context(connection(options.cluster, options.jobs))
-        course = Course.open(options.config, options.course)
+        course = Course.open(options.config, options.course, options.looked_at)
         stack.enter_context(course_lock(course.root))
         if not options.cluster:
             stack.enter_context(sandbox.MODE.using(options.unsafe_no_sandbox))
@@ -187,16 +208,19 @@ def run(options: Options) -> list[Row]:
 def grade(options: Options, course: Course, limits: Limits, tolerance: Tolerance, jobs: int,
           cluster: Connection | None) -> list[Row]:
     """Under the course lock: find what needs grading, grade it (locally or on `cluster`), store it, finish."""
-    spec = load_assignment(course.coursedir.db_url, options.assignment)
+    try:
+        spec = load_assignment(course.coursedir.db_url, options.assignment)
+    except GradingError as exc:
+        raise GradingError(f"{exc} (course folder {course.root}; {options.looked_at or 'no config read'})") from None
     hints = Hints(config=options.config).level
     settings = settings_text(limits, tolerance, options.unsafe_no_sandbox, hints)
+    students = course.students(options.assignment, options.students)  # before the secret and journal: a refusal writes nothing
+    if not students:
+        raise GradingError(f"no submissions of {options.assignment!r} in {course.root / course.coursedir.submitted_directory}")
     secret = course_secret(course.root)
     journal = Journal(course.root, secret)
     rows: list[Row] = []
     todo: list[Task] = []
-    students = course.students(options.assignment, options.students)
-    if not students:
-        raise GradingError(f"no submissions of {options.assignment!r} in {course.root / course.coursedir.submitted_directory}")
     unnamed = [s for s in students if one_line(s) != s]  # no gradebook, CSV or page can hold the id as it is
     for student in unnamed:
         rows += [Row(one_line(student), name, 0.0, nb.max_score, Status.NOT_GRADED)

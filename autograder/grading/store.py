@@ -145,18 +145,33 @@ def write_notebook(nb: nbformat.NotebookNode, path: Path) -> str:
 
 @contextlib.contextmanager
 def course_lock(root: Path) -> Iterator[None]:
-    """Hold the course's grading lock, or refuse at once when another grader holds it."""
+    """Hold the course's grading lock, or refuse at once when another grader holds it.
+
+    The lock file exists only while a grader holds it: the holder removes it before letting go, and a grader that
+    locked a file someone removed meanwhile (its inode is no longer the path's) locks the new one instead.
+    """
     path = root / LOCK_FILE
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
+            os.close(fd)
             raise GradingError(f"another grader is already running on {root} (it holds {path}); wait for it to finish") from None
+        try:
+            same = os.stat(path).st_ino == os.fstat(fd).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            break
+        os.close(fd)  # the last holder removed it after we opened it: lock the file the path names now
+    try:
         os.ftruncate(fd, 0)
         os.write(fd, f"{os.getpid()}\n".encode())
         yield
     finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)  # still holding the lock: nobody else can have taken this file meanwhile
         os.close(fd)  # closing releases the lock
 
 
