@@ -101,11 +101,12 @@ def pair_scores(prints: Sequence[dict[Exercise, Fingerprint]], exercises: Sequen
                 common: int) -> tuple[np.ndarray, dict[Exercise, dict[int, int]]]:
     """An N x N matrix (upper triangle) of each pair's evidence, and how many students hold each fingerprint.
 
-    Per exercise, a pair that shares a rare fingerprint scores the rarity of the rarest one they share, log(N / its
-    holders), times how much of their answers is the same (the Jaccard index of their fingerprints): the dozens of
-    fingerprints of one shared answer count once. The exercises' scores add up, and the sum is multiplied by how
-    much of their whole work is the same (the Jaccard index over every exercise): two learners who met on a few
-    answers, as learners choosing among the few correct ways do, differ everywhere else; a copy does not.
+    Per exercise, a pair that shares a rare fingerprint scores the rarity of the rarest one they share,
+    log((N + 1) / its holders) (never 0, even in a class of two), times how much of their answers is the same (the
+    Jaccard index of their fingerprints): the dozens of fingerprints of one shared answer count once. The
+    exercises' scores add up, and the sum is multiplied by how much of their whole work is the same (the Jaccard
+    index over every exercise): two learners who met on a few answers, as learners choosing among the few correct
+    ways do, differ everywhere else; a copy does not.
     """
     n = len(prints)
     sets = [{e: fp.hashes - explained for e, fp in fps.items()} for fps in prints]
@@ -125,7 +126,7 @@ def pair_scores(prints: Sequence[dict[Exercise, Fingerprint]], exercises: Sequen
         for count in sorted(by_count, reverse=True):  # the rarer fingerprints last: their weight stays
             members = np.asarray(by_count[count], dtype=np.int64)  # one row per fingerprint, students ascending
             left, right = np.triu_indices(count, 1)
-            rarest[(members[:, left] * n + members[:, right]).ravel()] = math.log(n / count)
+            rarest[(members[:, left] * n + members[:, right]).ravel()] = math.log((n + 1) / count)
         for flat in np.flatnonzero(rarest).tolist():
             evidence[flat] += rarest[flat] * jaccard(sets[flat // n].get(exercise, set()), sets[flat % n].get(exercise, set()))
     for flat in np.flatnonzero(evidence).tolist():
