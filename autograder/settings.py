@@ -55,7 +55,7 @@ class Similarity(Configurable):
     common_floor = Int(5, help="A fingerprint shared by at most this many students is never called common.").tag(config=True)
     flag_z = Float(60.0, help="A pair of students whose robust z-score against all the class's pairs reaches this is "
                    "listed as standing out (evidence to read, never a verdict). The pairs' scores have a long tail: in "
-                   "the synthetic class of 2,000 learners the highest independent pair reached 49, the lowest copy 86 "
+                   "the synthetic class of 2,000 learners the highest independent pair reached 54, the lowest copy 72 "
                    "(benchmarks/bench_similarity.py).").tag(config=True)
     flag_public_z = Float(10.0, help="A student whose robust z-score against a public engine, among all the class's "
                           "scores against it, reaches this is listed as standing out.").tag(config=True)
