@@ -58,6 +58,11 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--unsafe-no-sandbox", action="store_true",
                    help="grade without the OS sandbox (learner code runs as you and can read and change your files); "
                         "every row is marked UNSANDBOXED")
+    m = sub.add_parser("similarity", help="rank pairs of students by the rare code their solution cells share (evidence, "
+                       "not a verdict): a page and a CSV in the course's reports/")
+    m.add_argument("assignment", help="the assignment, as in submitted/<student>/<assignment>/")
+    m.add_argument("--course", help="the course directory (default: as for grade)")
+    m.add_argument("--config", help="the course's nbgrader_config.py (default: as for grade); Similarity.* settings")
     e = sub.add_parser("extension", help="give a student more time for an assignment (0 removes the extension)")
     e.add_argument("assignment")
     e.add_argument("student")
@@ -263,6 +268,30 @@ def notebook_json(cells: list[CellResults]) -> str:
                       indent=2, ensure_ascii=False)
 
 
+def similarity_command(args: argparse.Namespace) -> int:
+    """Compare the class's solution cells; print the top of the ranking and where the page is."""
+    from .grading.source import GradingError
+    from .similarity.command import main_lines
+    from .similarity.handout import SimilarityError
+
+    try:
+        config = load_config(grading_config_path(args.config))
+    except FileNotFoundError:
+        raise
+    except Exception as exc:
+        raise UsageError(f"cannot read the config file: {type(exc).__name__}: {exc}") from None
+    try:
+        lines = main_lines(args.assignment, config, args.course)
+    except (GradingError, SimilarityError) as exc:
+        raise UsageError(str(exc)) from None
+    except OSError as exc:
+        raise UsageError(f"cannot write the similarity report: {exc.strerror or exc}") from None
+    print("\n".join(lines))
+    return 0
+
+
+# What the `similarity` extra installs (copydetect and what it needs): a missing one is named in one line
+SIMILARITY_MODULES = {"copydetect", "pygments", "numpy", "jinja2", "markupsafe"}
 # What the `course` extra installs (grading, extensions, reading notebooks): a missing one is named in one line
 COURSE_MODULES = {"nbgrader", "nbformat", "nbclient", "jupyterlab", "ipykernel", "sqlalchemy", "alembic"}
 
@@ -272,7 +301,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         if args.command is None:
-            raise UsageError("a command is required: check PATH [--json] | grade ASSIGNMENT [...] | extension ... (see --help)")
+            raise UsageError("a command is required: check PATH [--json] | grade ASSIGNMENT [...] | similarity ASSIGNMENT | "
+                             "extension ... (see --help)")
         if args.command == "check":
             cells = None if args.all or not args.path.endswith(".ipynb") else check_notebook(args.path, args.config)
             if cells is not None:
@@ -283,6 +313,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0 if all(r.passed for r in results) else 1
         if args.command == "extension":
             return extension_command(args)
+        if args.command == "similarity":
+            return similarity_command(args)
         if args.command == "grade":
             # nbgrader takes seconds to import, and `check` (a learner's every keystroke) never needs it
             from .grading.sandbox import Unavailable
@@ -297,6 +329,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"autograder: error: {one_line(exc)}", file=sys.stderr)
         return 2
     except ModuleNotFoundError as exc:
+        if (exc.name or "").split(".")[0] in SIMILARITY_MODULES:
+            print(f"autograder: error: this needs the similarity extra ({exc.name} is not installed): "
+                  "pip install 'autograd-workbook[similarity]'", file=sys.stderr)
+            return 2
         if (exc.name or "").split(".")[0] not in COURSE_MODULES:
             raise
         print(f"autograder: error: this needs the course extra ({exc.name} is not installed): "

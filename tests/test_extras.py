@@ -29,7 +29,7 @@ BLOCKED = ("import sys\nfor m in {mods}: sys.modules[m] = None  # as if not inst
            "from autograder.cli import main\nsys.exit(main({argv}))")
 
 
-@pytest.mark.parametrize("argv", [["grade", "workbook"], ["extension", "workbook", "ada", "--days", "1"]])
+@pytest.mark.parametrize("argv", [["grade", "workbook"], ["extension", "workbook", "ada", "--days", "1"], ["similarity", "workbook"]])
 def test_a_course_command_without_the_course_extra_says_so_in_one_line(argv: list[str], tmp_path: Path):
     code = BLOCKED.format(mods=list(SERVER_SIDE), argv=argv)
     done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
