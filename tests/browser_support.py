@@ -228,10 +228,10 @@ class Workbook:
     sentence: str  # the start of the misconception's sentence the check must show
 
 
-# A notebook's mistake, where the last one by cell is not the one to show: tanh_bricks_wrong_formula is diagnosed by
-# its recovered formula ("your tanh_from_bricks(x) is `...`"), not by the catalogue sentence `sentence` reads. (Its
-# later demo, which it breaks, says so in one line and Run All goes on: tests/test_workbook_run_all.py.)
-MISTAKE_OF = {"04_bricks": "tanh_bricks_uses_tanh"}
+# A notebook's mistake, where the last one by cell is not the one to show: in 04, `__rsub__` written the wrong way
+# round, whose check cell shows neg_sub_backward's ✓ beside rsub_backward's ✗ and its sentence (the README's picture;
+# the last mistake by cell, tanh_bricks_wrong_formula, is diagnosed by its recovered formula, not the sentence).
+MISTAKE_OF = {"04_bricks": "rsub_reversed"}
 
 
 def workbook(name: str) -> Workbook:

@@ -11,7 +11,7 @@ from autograder import checks
 from autograder.checks import FAILED, NOT_IMPLEMENTED, PASSED, run_checks
 from autograder.checks.messages import MISCONCEPTIONS
 
-BACKWARD_CELL = ["backward_seeds_root", "add_backward", "mul_backward", "backward_chain_order",
+BACKWARD_CELL = ["backward_seeds_root", "backward_through_add", "backward_through_mul", "backward_chain_order",
                  "backward_topological_order", "backward_equal_data", "backward_accumulates"]
 
 

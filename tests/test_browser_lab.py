@@ -33,8 +33,10 @@ from browser_support import Notebook as LearnerNotebook
 
 from autograder.loader import calls_check
 
-# The exercise the Validate test drives: the `_backward` of `+` and `*`, checked for accumulation (`+=`, not `=`).
-TARGET_CHECK = "backward_accumulates"
+# The exercise the Validate test drives: the `_backward` of `+`, checked for accumulation (`+=`, not `=`) by its own
+# check cell; and a check the half-done notebook leaves unfinished (backward() is still a stub).
+TARGET_CHECK = "add_local_backward"
+UNFINISHED_CHECK = "backward_accumulates"
 DOCS_NOTEBOOK = "04_bricks"  # whose check cell, with a ✓ beside its ✗, the README shows (browser_support.DOCS_PICTURES)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -53,6 +55,7 @@ class Exercise:
     checks: list[int]  # every check cell
     stub: int  # the `+` exercise, whose `_backward` must accumulate
     check: int  # the check cell that runs TARGET_CHECK
+    unfinished: int  # the check cell that runs UNFINISHED_CHECK
 
     def mistake(self) -> str:
         """The classic mistake in the stub: assign each gradient (`=`) where it must accumulate (`+=`)."""
@@ -78,7 +81,8 @@ def exercise_from(learner: Path, source: Path, lab_root: Path) -> Exercise:
     stubs = [i for i in solutions if i < target[0] and ".grad +=" in solutions[i]]
     assert stubs, f"{learner.name}: no stub above the {TARGET_CHECK!r} check whose solution accumulates `.grad +=`"
     stub = next((i for i in stubs if "def __add__" in solutions[i]), stubs[0])
-    return Exercise(lab_root, str(learner.relative_to(lab_root)), solutions, checks, stub, target[0])
+    unfinished = next(i for i in checks if UNFINISHED_CHECK in lnb.cells[i].source)
+    return Exercise(lab_root, str(learner.relative_to(lab_root)), solutions, checks, stub, target[0], unfinished)
 
 
 @pytest.fixture(scope="module")
@@ -199,11 +203,11 @@ def test_half_done_run_all_reaches_the_summary_in_a_learners_lab(lab: Lab, exerc
     summary = notebook.output(notebook.cells.count() - 1)
     expect(summary).to_contain_text("Not done yet: ", timeout=120_000)
     expect(summary).to_contain_text("✓ add_local_backward")
-    expect(summary).to_contain_text("⋯ backward_accumulates: not done yet")  # unfinished: a quiet line, not a ✗
+    expect(summary).to_contain_text(f"⋯ {UNFINISHED_CHECK}: not done yet")  # unfinished: a quiet line, not a ✗
     expect(summary.locator(".autograder-todo").first).to_have_css("color", "rgb(87, 96, 106)")  # grey, not red
     expect(summary).to_contain_text("Points as nbgrader will score them")
     expect(notebook.page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")).to_have_count(0)
-    expect(notebook.cells.nth(exercise.check).locator(".autograder-check")).to_contain_text("✗ backward_accumulates")
+    expect(notebook.cells.nth(exercise.unfinished).locator(".autograder-check")).to_contain_text(f"✗ {UNFINISHED_CHECK}")
     notebook.shot("0-half-done-run-all-reaches-summary", show=summary)
     notebook.save()
 

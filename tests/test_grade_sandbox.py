@@ -265,6 +265,7 @@ def test_a_grading_worker_holds_no_answer_side_module(box: Any) -> None:
 def test_grade_refuses_in_one_line_without_a_sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                       capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setattr(shutil, "which", lambda name: None)
+    (tmp_path / "gradebook.db").touch()  # a course folder (grade outside one says so first)
     code = cli.main(["grade", "ps1", "--course", str(tmp_path), "--no-progress"])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and "Traceback" not in err

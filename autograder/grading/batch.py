@@ -58,11 +58,12 @@ class Course:
     root: Path
 
     @classmethod
-    def open(cls, config: Config, root: str | None, looked_at: str = "") -> Course:
+    def open(cls, config: Config, root: str | None, looked_at: str = "", gradebook: bool = True) -> Course:
         """The course the config and --course name; GradingError, touching nothing, when there is none there.
 
         `looked_at` says which config was read (the error names it): a grader run from the wrong folder must say
-        where it looked, never create a gradebook there.
+        where it looked, never create a gradebook there. Without `gradebook` (a command that reads only the course's
+        notebooks, such as `similarity`) the folder need not hold one.
         """
         coursedir = CourseDirectory(config=config)
         if root:
@@ -72,10 +73,10 @@ class Course:
         if not path.is_dir():
             raise GradingError(f"course folder {path} does not exist (from {where}; {looked_at or 'no config read'}): "
                                "pass --course DIR, or set $AUTOGRADER_COURSE_DIR")
-        gradebook = sqlite_file(coursedir.db_url)
-        if gradebook is not None and not gradebook.is_file():
+        db = sqlite_file(coursedir.db_url) if gradebook else None
+        if db is not None and not db.is_file():
             raise GradingError(f"no nbgrader course in {path} (from {where}; {looked_at or 'no config read'}): it has no "
-                               f"gradebook {gradebook}; run from the course's checkout, where its nbgrader_config.py is, or "
+                               f"gradebook {db}; run from the course's checkout, where its nbgrader_config.py is, or "
                                "pass --course DIR and --config FILE (nbgrader generate_assignment makes the gradebook)")
         return cls(coursedir, path)
 

@@ -178,7 +178,7 @@ def run(assignment: str, config, course: str | None) -> tuple[Report, list[Path]
 
     if not assignment or "/" in assignment or assignment in (".", "..") or printable(assignment) != assignment:
         raise SimilarityError(f"{assignment!r} is not an assignment name")
-    c = Course.open(config, course)
+    c = Course.open(config, course, gradebook=False)  # it reads the notebooks, never the gradebook
     handout = load_handout(Path(c.coursedir.format_path(c.coursedir.source_directory, ".", assignment)), c.release(assignment))
     students = c.students(assignment, None)
     if not students:
