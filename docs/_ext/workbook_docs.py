@@ -204,8 +204,11 @@ class BenchmarkResults(Directive):
             ("date", nodes.Text(data["date"])),
             ("commit", nodes.literal(data["commit"], data["commit"])),
             ("machine", nodes.Text(f"{m['cpus']} CPUs ({m['cpu_model'] or 'model unknown'}), {m['memory_gib']} GiB, "
-                                   f"{m['system']}, Python {m['python']}; load average at the start "
-                                   f"{' '.join(str(x) for x in m['load_average_at_start'])}")),
+                                   f"{m['system']}, Python {m['python']}; load average (1, 5, 15 min) at the start "
+                                   f"{' '.join(str(x) for x in m['load_average_at_start'])}"
+                                   + (f", at the end {' '.join(str(x) for x in m['load_average_at_end'])}"
+                                      if m.get("load_average_at_end") else ""))),
+            *(("note", nodes.Text(note)) for note in data.get("notes", [])),
         ):
             item = nodes.paragraph()
             item += nodes.strong(text=f"{label}: ")
