@@ -38,6 +38,9 @@ import results
 import support
 from results import Results, add_option, machine_cpu, recording
 
+TARGET_SPEEDUP = 30.0  # plain nbgrader's wall time / ours, in the sandbox, --workbook 12
+TARGET_VS_FLOOR = 1.5  # ours' CPU per notebook / the floor's
+
 
 def main() -> int:
     """Build the corpus, grade it both ways, compare, print the figures."""
@@ -185,6 +188,9 @@ def bench_workbook(students: int, jobs: int, repeat: int, rec: Results) -> int:
               f"{1000 * floor_per:.1f} ms CPU per notebook")
         print(f"ours in the sandbox: {1000 * per_cpu:.1f} ms CPU per notebook = {per_cpu / floor_per:.1f}x the floor; past "
               f"the start: {1000 * past_start:.1f} ms = {past_start / floor_per:.1f}x")
+        print(f"targets: {TARGET_SPEEDUP:g}x plain nbgrader (now {a.wall / mid.wall:.1f}x: "
+              f"{'reached' if a.wall / mid.wall >= TARGET_SPEEDUP else 'not reached'}), at most {TARGET_VS_FLOOR:g}x the "
+              f"floor (now {per_cpu / floor_per:.1f}x: {'reached' if per_cpu / floor_per <= TARGET_VS_FLOOR else 'not reached'})")
         print(f"load average (1, 5, 15 min) before: {' '.join(f'{x:.2f}' for x in load_before)}, after: "
               f"{' '.join(f'{x:.2f}' for x in load_after)} on {os.cpu_count()} CPUs; the machine's cores meanwhile busy "
               f"{busy1[0] - busy0[0]:.0f} s, idle {busy1[1] - busy0[1]:.0f} s")
@@ -214,7 +220,9 @@ def bench_workbook(students: int, jobs: int, repeat: int, rec: Results) -> int:
                 ("ours_past_start_cpu_ms", 1000 * past_start, "ms", "ours: CPU per notebook past the start (the run "
                                                                    "less the one with nothing to do)", 1),
                 ("ours_past_start_vs_floor", past_start / floor_per, "x", "ours past the start / the floor", 1),
-                ("sandbox_start_s", costs["sandbox_start_s"], "s", "starting the sandbox, once per batch", 2)):
+                ("sandbox_start_s", costs["sandbox_start_s"], "s", "starting the sandbox, once per batch", 2),
+                ("target_speedup", TARGET_SPEEDUP, "x", "the target: plain nbgrader's wall time / ours (issue 36)", 0),
+                ("target_vs_floor", TARGET_VS_FLOOR, "x", "the target: ours' CPU per notebook / the floor's (issue 36)", 1)):
             rec.figure(key, value, unit, what, digits)
         for name, ms in costs.items():
             if name.startswith("empty_worker_ms_"):
