@@ -20,7 +20,7 @@ copyright = "the autograd-workbook maintainers"
 release = version = autograder.__version__
 
 extensions = ["myst_nb", "workbook_docs"]
-exclude_patterns = ["_build", "Thumbs.db", ".DS_Store", "notes/README.md"]
+exclude_patterns = ["_build", "Thumbs.db", ".DS_Store"]
 root_doc = "index"
 nitpicky = True  # every cross-reference must resolve
 
