@@ -395,7 +395,8 @@ def visible_check_names() -> set[str]:
 
 
 def _sentence_patterns() -> list[re.Pattern[str]]:
-    from autograder.checks.messages import MISCONCEPTIONS, RECOVERED, at_level
+    from autograder.checks import MISCONCEPTIONS
+    from autograder.checks.messages import RECOVERED, at_level
 
     # a recovered formula ("your slope is `...`; it should be `...`") is the sentence where one was recovered
     recovered = re.escape(at_level(RECOVERED)).replace(re.escape("{what}"), r".+?").replace(re.escape("{got}"), r".+?")

@@ -5,7 +5,7 @@ which must earn full marks with no hint at all; and a hint the grader's other ob
 import pytest
 from twins import BASE, EXEMPT, FALLBACK, TWINS, graded
 
-from autograder.checks import BY_NAME
+from autograder.checks import BY_NAME, MISCONCEPTIONS
 from autograder.checks import messages as msg
 
 
@@ -62,7 +62,7 @@ def test_a_fallback_sentence_claims_nothing_about_the_code():
     """The exemption of the fallback ids (FALLBACK) holds: the sentence is the check's description and a request to
     compare the numbers, whatever the check."""
     for name, check in BY_NAME.items():
-        assert msg.MISCONCEPTIONS[msg.fallback_id(name)] == msg.fallback_sentence(check.description), FALLBACK
+        assert MISCONCEPTIONS[msg.fallback_id(name)] == msg.fallback_sentence(check.description), FALLBACK
 
 
 # (misconception, an error (and the learner's line) it names, a near miss: the same kind of error from another cause)

@@ -136,7 +136,8 @@ def with_misconception(check: Check, failure: Failure) -> Failure:
 
     An error recognised from its text names the check's own method when the check has only one."""
     if failure.status == FAILED and not failure.misconception:
-        return dataclasses.replace(failure, misconception=msg.fallback_id(check.name))
+        return dataclasses.replace(failure, misconception=msg.fallback_id(check.name),
+                                   sentence=msg.fallback_sentence(check.description))
     if failure.status != ERROR:
         return failure
     mis = failure.misconception or msg.error_misconception(failure.what)

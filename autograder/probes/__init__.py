@@ -11,7 +11,9 @@ alone.
 
 A probe runs only the learner functions its check names: while it runs, every other Value operation, backward(), the
 net's model and loss are the grader's own (`scaffold.py`), so each check judges its own exercise; and every graph is
-walked in the order the grader built it (`graphs.py`), so a verdict never depends on hash seeds or addresses.
+walked in the order the grader built it (`graphs.py`), so a verdict never depends on hash seeds or addresses. The
+grader's operations come from `op_table.py`, written like `needs.py` from the answer side's declarations
+(autograder/checks/ops.py): a new operation is declared there, never here.
 
 API (called by the grading worker and by the in-kernel `check`):
     missing(check_name, ns) -> list[str]                        targets the namespace lacks
