@@ -37,7 +37,7 @@ def hint_ids() -> list[str]:
 def test_every_hint_id_has_a_correct_twin_or_a_reasoned_exemption():
     covered = {i for t in TWINS.values() for i in t.ids}
     bare = [i for i in hint_ids() if i not in covered and i not in EXEMPT]
-    assert bare == [], f"hint ids with neither a twin in tests/twins.py nor an exemption: {bare}"
+    assert bare == [], f"hint ids with neither a twin in tests/checks/twins.py nor an exemption: {bare}"
     assert not covered & set(EXEMPT), "an id with a twin needs no exemption"
     assert set(EXEMPT) <= set(msg.MISCONCEPTIONS) and all(len(reason) > 40 for reason in EXEMPT.values())
 

@@ -3,7 +3,7 @@
 A twin is the reference engine (tests/engines/reference.py) plus the workbook's single-notebook exercises (`BASE`),
 edited so that it differs from a mistake a hint names only in the respect the hint claims: the surface the hint
 could key on is there (an `=` that still accumulates, a loop over the operands, a list built in another order), the
-bug is not. tests/test_hint_evidence.py grades every twin with every check a notebook may name and holds every hint
+bug is not. tests/checks/test_hint_evidence.py grades every twin with every check a notebook may name and holds every hint
 id of the catalogue against this table: a hint id is covered by a twin, or exempt for a stated reason.
 """
 

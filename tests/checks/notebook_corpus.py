@@ -2,7 +2,7 @@
 
 Each mistake is a list of exact text substitutions in one solution cell (every one must apply once), the
 misconception the check right under that exercise must name, and the method it must name. Each alternative is a
-correct solution written another way. tests/test_notebook_corpus.py runs the notebooks in-process.
+correct solution written another way. tests/checks/test_notebook_corpus.py runs the notebooks in-process.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import Any
 import nbformat
 from nbgrader_mode import nbgrader_execution
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SOURCE = ROOT / "solutions" / "workbook"
 MARKERS = ("### BEGIN SOLUTION", "### END SOLUTION", "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS")
 
