@@ -57,6 +57,8 @@ def solution_parts(template: str) -> list[str]:
 
 # Observations of a shape no honest probe returns (in batch grading, the grader treats them as a protocol violation).
 MALFORMED_OBSERVATION = "common.malformed_observation"
+# A target whose code is the grader's own (probes/provenance.py): it fails its check, and graded runs flag it.
+GRADERS_CODE = "common.graders_code"
 
 MISCONCEPTIONS: dict[str, str] = {
     **ops.SENTENCES,  # each operation's own mistakes
@@ -325,6 +327,8 @@ MISCONCEPTIONS: dict[str, str] = {
                                        "the left again, which calls the same method again, without end; and - and / "
                                        "change their result when turned round, so `self - other` is not the answer "
                                        "either: build the result from operations with a Value on the left"),
+    GRADERS_CODE: ("the method checked is the grader's own operation (or calls it), not code of yours: the check "
+                   "cannot give points for it; write the method from the lesson"),
     "common.leftover_raise": ("your code is there, but the stub's `raise NotImplementedError()` line below it is still "
                               "there and stops it: delete that line"),
     MALFORMED_OBSERVATION: (
@@ -335,6 +339,9 @@ MISCONCEPTIONS: dict[str, str] = {
 # What the probe side saw go wrong, by the key it reports (it may not import this module: it holds answers); each is
 # phrased from the facts (`fields`) the probe sends with it. `at` is ` in <the learner function that raised>` or ''.
 PROBE_ERRORS: dict[str, str] = {
+    # the target is not the learner's code
+    "graders_code": ("{target} is the grader's own code ({file}), installed or called in place of yours: the check "
+                     "judges your method, so write it yourself"),
     # learner code raised
     "raised": "{exception}{at}",
     "raised_base": "learner code raised {exception}{at}",
@@ -563,6 +570,7 @@ FLAG_LOOKED_UP_VISIBLE = ("hard-coded answers? {name} passes its visible inputs 
 FLAG_AND_HIDDEN = " (and its hidden inputs)"
 FLAG_LOOKED_UP_HIDDEN = ("hard-coded answers? {name} passes its hidden inputs but fails one of them moved by a random "
                          "0.05-0.2%")
+FLAG_GRADERS_CODE = "the grader's own code submitted as the learner's: {name}"
 FLAGGED = "⚠ flagged for review: {flag}"
 NOT_GRADED = "Not graded: {reason}"
 

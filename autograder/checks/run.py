@@ -57,6 +57,8 @@ def _from_error(check: Check, case: Case, obs: Observation) -> Failure:
         error = msg.probe_error(obs)
     except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:  # only a tampered worker sends those
         return Failure(msg.MALFORMED.format(kind=type(exc).__name__), msg.MALFORMED_OBSERVATION, status=ERROR)
+    if obs.get("error") == "graders_code":
+        return Failure(error, msg.GRADERS_CODE, status=FAILED, method=str(obs.get("where") or "") or None)
     if obs.get("leftover_raise"):
         while_text, marker, repro = during.partition(msg.REPRO_MARK)
         return Failure(msg.LEFTOVER_RAISE.format(where=obs.get("where") or "your code") + while_text,

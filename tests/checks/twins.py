@@ -494,6 +494,8 @@ EXEMPT: dict[str, str] = {
     "common.unexpected_result": "says only that learner code handed back something of another kind (it is described)",
     "common.timeout": "says only that the code did not finish within the time limit, which the grader measured",
     "common.malformed_observation": "says only that the observations have a shape no honest probe makes (batch grading)",
+    "common.graders_code": ("says only that the method's code lies in the grader's own files, which it names (no learner's "
+                            "method does: test_graders_code holds every engine of the corpus to it)"),
 }
 # A failure no known mistake explains gets its check's fallback id: the sentence repeats what the check tests and
 # claims nothing about the code (messages.fallback_sentence), so it has no respect a twin could differ in.
