@@ -26,8 +26,9 @@ def brick_check(op: Operation, brick: Brick) -> Check:
     fails, the operation's local check (or `isolate`) pins the failure on its local rule."""
     isolate = brick.isolate if brick.isolate is not None else ((op.local.name,) if op.local else ())
     targets = (op.target, *(f"{V}.{m}" for m in brick.also))
+    extra = local_cases(op) if brick.local and op.local else None
     return expression_check(brick.name, targets, brick.description, brick.keys, points=brick.points, isolate=isolate,
-                            group=brick.group, companions=brick.companions)
+                            group=brick.group, companions=brick.companions, extra=extra)
 
 
 BRICKS = [op for op in OPERATIONS if op.notebook == 4]

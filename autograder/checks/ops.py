@@ -88,6 +88,8 @@ class Brick:
     companions: tuple[str, ...] = ()
     points: float = 1.0
     group: str = "engine"  # "exercise": a notebook's own, not part of the spec an engine is checked against
+    local: bool = False  # also the local check's cases, judged by the declared slope: where numbers cannot be
+    # estimated, such as at a kink, the convention is tested exactly there
 
 
 @dataclass(frozen=True)
