@@ -500,9 +500,14 @@ def method_prefix(misconception: str | None) -> str:
 
 
 def hint(misconception: str | None, name: str = "", sentence: str = "") -> str:
-    """The sentence for a misconception id (or the `sentence` given for it), with `{name}` filled in ('' for None)."""
+    """The sentence for a misconception id (or the `sentence` given for it), with `{name}` filled in ('' for None);
+    a check's fallback id is looked up in the whole catalogue, `autograder.checks.MISCONCEPTIONS`."""
     if not misconception:
         return ""
+    if not sentence and misconception not in MISCONCEPTIONS:
+        from . import MISCONCEPTIONS as every  # the checks' fallbacks join the catalogue once every check is declared
+
+        sentence = every[misconception]
     return at_level(sentence or MISCONCEPTIONS[misconception]).replace("{name}", name or "a node")
 
 

@@ -63,6 +63,7 @@ def test_a_fallback_sentence_claims_nothing_about_the_code():
     compare the numbers, whatever the check."""
     for name, check in BY_NAME.items():
         assert MISCONCEPTIONS[msg.fallback_id(name)] == msg.fallback_sentence(check.description), FALLBACK
+        assert msg.hint(msg.fallback_id(name), "a") == msg.fallback_sentence(check.description)
 
 
 # (misconception, an error (and the learner's line) it names, a near miss: the same kind of error from another cause)
