@@ -295,6 +295,41 @@ TANH = Operation(
                 ("tanh", "tanh_mul", "tanh_twice", "skip_tanh", "tanh_reuse")),
 )
 
+RELU = Operation(
+    "relu", "relu", "Value.relu", "unary", "max(x, 0.0)", ("(t > 0) * g",), "ReLU", notebook=4,
+    symbol="relu", call="{a}.relu()", labels=frozenset({"relu", "relu()", "rectifier"}), high=2.0,
+    slips=Slips(("x", "t", "g"), UNARY_DOMAINS),
+    # a case of each sign, the negative first (where a rule that passes nothing on for a positive input still passes
+    # something, which says what it does); last, exactly 0: the kink, where the slope is 0 by the workbook's
+    # convention, micrograd's `(out.data > 0) * out.grad` (the numerical gradients of its graphs stay away from 0)
+    local=Local("relu_local", "relu alone: a node with x as its child, local derivative 1 where x > 0, else 0",
+                signs=(-1.0, 1.0), at_zero=True),
+    mistakes=(
+        Mistake("relu.graph_cut", "the relu node has no child, so the graph is cut there⟦: create it as "
+                "Value(max(x, 0), (self,), 'relu')⟧", role="graph_cut"),
+        Mistake("relu.no_backward", no_backward("x.relu()"), role="no_backward"),
+        Mistake("relu.slope_at_kink", "at exactly 0, relu has a kink, and the workbook takes its slope there as 0⟦, as "
+                "micrograd's (out.data > 0) * out.grad does⟧; this gives 1 at 0 (a test that includes 0, such as "
+                "`>= 0`), though it is right on both sides", rules=(("(x >= 0) * g",),)),
+        Mistake("relu.slope_one", "relu passes out.grad on only where its input is positive (slope 1) and nothing "
+                "where it is negative (slope 0, its output stays 0 there); this passes out.grad on for a negative "
+                "input too", rules=(("g",),)),
+        Mistake("relu.uses_out_data", "relu's local derivative is a step, 1 where the input is positive and 0 "
+                "elsewhere, not its output: this multiplies out.grad by out.data, relu's value, as exp's rule "
+                "would⟦; it is (out.data > 0) * out.grad⟧", rules=(("t * g",),)),
+        Mistake("relu.wrong_slope", wrong_slope("relu"), role="wrong_slope"),
+    ),
+    graphs={
+        "relu": Expr(("x",), "x.relu()", upstream=3.0, exact=lambda x: (3.0 * (x > 0),)),
+        "relu_mul": Expr(("a", "b"), "(a * b).relu()", exact=lambda a, b: (b * (a * b > 0), a * (a * b > 0))),
+        # relu of a negative number: no gradient may pass through it (the + a passes 1)
+        "relu_negative": Expr(("a",), "(a * a * Value(-1.0)).relu() + a", exact=lambda a: (1.0,)),
+        "relu_reuse": Expr(("x",), "x.relu() + x", high=2.0, exact=lambda x: (1.0 + (x > 0),)),
+    },
+    check=Brick("relu_backward", "relu: forward, and local derivative 1 where x > 0, 0 elsewhere (0 at x = 0)",
+                ("relu", "relu_mul", "relu_negative", "relu_reuse"), group="exercise", local=True),
+)
+
 EXP = Operation(
     "exp", "exp", "Value.exp", "unary", "exp(x)", ("t * g",), "exp", notebook=4,
     symbol="exp", call="{a}.exp()", labels=frozenset({"exp", "exp()", "e^x", "e**x", "eˣ", "e"}), high=2.0,
@@ -475,7 +510,7 @@ RTRUEDIV = Operation(
                 group="exercise"),
 )
 
-OPERATIONS: tuple[Operation, ...] = (ADD, MUL, TANH, EXP, POW, NEG, SUB, DIV, RADD, RMUL, RSUB, RTRUEDIV)
+OPERATIONS: tuple[Operation, ...] = (ADD, MUL, TANH, RELU, EXP, POW, NEG, SUB, DIV, RADD, RMUL, RSUB, RTRUEDIV)
 
 # ---------------------------------------------------------------- lookups derived from the declarations
 

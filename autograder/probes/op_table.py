@@ -20,6 +20,8 @@ METHODS: dict[str, tuple[str, str, Callable[..., float], Callable[..., tuple[flo
                 lambda x, y, t, k, g: (y * g, x * g)),
     "tanh": ("unary", "tanh", lambda x, y, k: tanh(x),
              lambda x, y, t, k, g: ((1 - t ** 2) * g,)),
+    "relu": ("unary", "ReLU", lambda x, y, k: max(x, 0.0),
+             lambda x, y, t, k, g: ((t > 0) * g,)),
     "exp": ("unary", "exp", lambda x, y, k: exp(x),
             lambda x, y, t, k, g: (t * g,)),
     "__pow__": ("power", "**{k}", lambda x, y, k: x ** k,
@@ -44,6 +46,7 @@ NODE_CALLS: dict[str, Callable[[Any, Any, Any], Any]] = {
     "+": lambda a, b, k: a + b,
     "*": lambda a, b, k: a * b,
     "tanh": lambda a, b, k: a.tanh(),
+    "relu": lambda a, b, k: a.relu(),
     "exp": lambda a, b, k: a.exp(),
     "**": lambda a, b, k: a ** k,
 }

@@ -38,6 +38,19 @@ def _rtruediv(self, other):
 Value.__rtruediv__ = _rtruediv
 
 
+def _relu(self):
+    out = Value(max(self.data, 0.0), (self,), "relu")
+
+    def _backward():
+        self.grad += (out.data > 0) * out.grad
+
+    out._backward = _backward
+    return out
+
+
+Value.relu = _relu
+
+
 def tanh_from_bricks(x):
     e2x = (2 * x).exp()
     return (e2x - 1) / (e2x + 1)
@@ -231,6 +244,19 @@ TWINS: dict[str, Twin] = {
         out._backward = _backward
 ''', '''        out._backward = lambda: setattr(self, "grad", self.grad + k * self.data ** (k - 1) * out.grad)
 ''')),
+    # relu's slope from the input, in a branch, from micrograd's forward, attached by a lambda: each right
+    "relu_slope_from_the_input": twin(
+        "relu.uses_out_data relu.slope_at_kink relu.wrong_slope",
+        ("(out.data > 0) * out.grad", "(self.data > 0) * out.grad")),
+    "relu_passes_the_gradient_in_a_branch": twin(
+        "relu.slope_one relu.slope_at_kink",
+        ("        self.grad += (out.data > 0) * out.grad\n", "        if out.data > 0:\n            self.grad += out.grad\n")),
+    "relu_forward_as_micrograd_writes_it": twin(
+        "relu.graph_cut relu.no_backward",
+        ('out = Value(max(self.data, 0.0), (self,), "relu")', "out = Value(0 if self.data < 0 else self.data, (self,), 'ReLU')"),
+        ("    out._backward = _backward\n    return out\n\n\nValue.relu",
+         '    out._backward = lambda: setattr(self, "grad", self.grad + (out.data > 0) * out.grad)\n    return out\n\n\n'
+         "Value.relu")),
     # --- the bricks written out as nodes of their own
     "div_as_its_own_node": twin(
         "div.wrong_sign div.operands_inverted div.multiplies div.graph_cut div.no_backward",
