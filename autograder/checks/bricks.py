@@ -1,5 +1,5 @@
-"""The bricks of notebook 4 (tanh, exp, **, -, /, numbers on either side): each operation's checks, made from its
-declaration (ops.py), and the check of every brick in one graph."""
+"""The bricks of notebook 4: each operation's checks, made from its declaration (ops.py: its local rule alone, its
+graphs), and the check of every brick in one graph."""
 
 from __future__ import annotations
 
