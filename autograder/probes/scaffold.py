@@ -68,14 +68,14 @@ def _operations(value: type) -> dict[str, Callable[..., Any]]:
         return other if isinstance(other, value) else leaf(value, other) if _number(other) else None
 
     def made(form: str, label: str, forward: Callable[..., float], adds: Callable[..., Slopes]) -> Callable[..., Any]:
-        def node(kids: Sequence[Any], x: float, y: float | None, k: Any) -> Any:
+        def node(kids: Sequence[Any], x: float, y: float | None, k: Any, op: str = label) -> Any:
             t = forward(x, y, k)
-            return _node(value, t, kids, label.format(k=k), adds(x, y, t, k, 1.0))  # the slopes: out.grad of 1
+            return _node(value, t, kids, op, adds(x, y, t, k, 1.0))  # the slopes: out.grad of 1
 
         if form == "unary":
             return lambda self: node((self,), data(self), None, None)
         if form == "power":
-            return lambda self, k: node((self,), data(self), None, k) if _number(k) else NotImplemented
+            return lambda self, k: node((self,), data(self), None, k, label.format(k=k)) if _number(k) else NotImplemented
 
         def method(self: Any, other: Any) -> Any:
             other = wrap(other)
