@@ -3,13 +3,13 @@ cores, from a cold start (the learner's first check in a new kernel: nothing the
 
 Run by hand: .venv/bin/python benchmarks/bench_checks.py [--busy N] [--notebook 04_bricks] [--no-engine-file] [--results]
 
-Every known mistake of tests/notebook_corpus.py (MISTAKES, its held-out ones and DIAGNOSED) is written into the
+Every known mistake of tests/checks/notebook_corpus.py (MISTAKES, its held-out ones and DIAGNOSED) is written into the
 workbook's solution notebook, whose cells then run as a learner's kernel runs them: the check cells call
 `autograder.check(...)` with what the learner's notebook holds (the hidden tests are not in it), the other cells
 run as under nbgrader (demos short). Each mistake runs in a process forked from one that has imported everything
 the notebook's first cell imports and has run no check, so nothing is remembered from another mistake. Each
 check call is timed: wall seconds (what the learner waits) and the CPU seconds of the process. Then the same for
-tests/mistakes.py's engine mistakes, each check of the catalogue timed alone on the buggy engine (what
+tests/checks/mistakes.py's engine mistakes, each check of the catalogue timed alone on the buggy engine (what
 `python -m autograder check engine.py` runs). `--busy N` (default 2) keeps N other processes spinning meanwhile:
 the 2 busy cores the target is set on. With --results: benchmarks/results/bench_checks.json.
 """
@@ -27,6 +27,8 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "workbook"))  # the support modules
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "checks"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from results import Results, add_option, recording, slug
@@ -128,7 +130,7 @@ def notebook_cells(variant: Any) -> list[tuple[str, bool]]:
 
 
 def engine_checks(name: str) -> list[dict[str, Any]]:
-    """Each check of the catalogue alone on tests/mistakes.py's engine with mistake `name`, timed."""
+    """Each check of the catalogue alone on tests/checks/mistakes.py's engine with mistake `name`, timed."""
     import mistakes
 
     from autograder import checks
@@ -163,7 +165,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--busy", type=int, default=2, help="spinning processes beside the checks (default 2)")
     parser.add_argument("--notebook", action="append", help="only this notebook (repeatable), e.g. 04_bricks")
-    parser.add_argument("--no-engine-file", action="store_true", help="skip tests/mistakes.py's engine mistakes")
+    parser.add_argument("--no-engine-file", action="store_true", help="skip tests/checks/mistakes.py's engine mistakes")
     add_option(parser, "bench_checks")
     args = parser.parse_args()
     with recording("bench_checks", args.results) as rec:

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from ..checks.messages import METHOD_OF, MISCONCEPTIONS, at_level
+from ..checks import MISCONCEPTIONS
+from ..checks.messages import METHOD_OF, at_level
 from ..lines import one_line
 from .page_policy import inert_page
 

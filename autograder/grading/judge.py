@@ -133,6 +133,7 @@ def judge_cell(observer: Observer, calls: Sequence[CheckCall], tolerance: Tolera
                 result = dataclasses.replace(result, points=0.0, status=FAILED, message=msg.LOOKED_UP_HIDDEN)
             judged.append(result)
         results += judged
+        flags += [msg.FLAG_GRADERS_CODE.format(name=r.name) for r in judged if r.misconception == msg.GRADERS_CODE]
         outputs += check_outputs([shown.note(r) for r in judged] if shown is not None else judged, call.hidden)
         if not all(r.passed for r in judged):
             break  # CheckFailed ends the cell, as in a kernel

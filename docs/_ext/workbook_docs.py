@@ -137,7 +137,8 @@ class MisconceptionCatalogue(Directive):
     """Every misconception id and its sentence, grouped by the method it lives in (messages.METHOD_OF)."""
 
     def run(self) -> list[nodes.Node]:
-        from autograder.checks.messages import METHOD_OF, MISCONCEPTIONS
+        from autograder.checks import MISCONCEPTIONS
+        from autograder.checks.messages import METHOD_OF
 
         groups: dict[str, list[str]] = defaultdict(list)
         for key in MISCONCEPTIONS:

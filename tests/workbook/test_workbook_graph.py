@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import importlib.util
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import pytest
+from engine_corpus import ENGINES
 
 from autograder.probes.safe import LearnerError
 from autograder.workbook import draw_graph
@@ -16,7 +16,7 @@ SVG = "{http://www.w3.org/2000/svg}"
 
 @pytest.fixture(scope="module")
 def Value():
-    spec = importlib.util.spec_from_file_location("reference_engine", Path(__file__).parent / "engines" / "reference.py")
+    spec = importlib.util.spec_from_file_location("reference_engine", ENGINES / "reference.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.Value

@@ -20,7 +20,7 @@ from nbgrader_mode import nbgrader_execution
 
 from autograder.checks.messages import hint
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SOURCE = ROOT / "solutions" / "workbook"
 RELEASE = ROOT / "notebooks" / "workbook"
 NAMES = sorted(p.stem for p in SOURCE.glob("*.ipynb"))

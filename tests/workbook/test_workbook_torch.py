@@ -17,7 +17,7 @@ from nbgrader_mode import nbgrader_execution
 
 from autograder.workbook import TORCH_REFERENCE, torch_reference
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOK = ROOT / "solutions" / "workbook" / "05_pytorch.ipynb"
 SCRIPT = ROOT / "scripts" / "record_torch_reference.py"
 HAS_TORCH = importlib.util.find_spec("torch") is not None

@@ -74,7 +74,7 @@ def test_manual_backprop_says_which_node_is_missing():
 
 
 def test_a_wrong_answer_no_known_mistake_explains_gets_its_check_s_fallback_id_and_a_sentence():
-    from autograder.checks.messages import MISCONCEPTIONS
+    from autograder.checks import MISCONCEPTIONS
 
     result = outcome("numerical_derivative", {"numerical_derivative": lambda f, x, h=1e-5: 7.0})
     assert not result.passed and result.misconception == "numerical_derivative.wrong_result"

@@ -2,7 +2,7 @@
 
 Each mistake is a list of exact text substitutions in one solution cell (every one must apply once), the
 misconception the check right under that exercise must name, and the method it must name. Each alternative is a
-correct solution written another way. tests/test_notebook_corpus.py runs the notebooks in-process.
+correct solution written another way. tests/checks/test_notebook_corpus.py runs the notebooks in-process.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import Any
 import nbformat
 from nbgrader_mode import nbgrader_execution
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SOURCE = ROOT / "solutions" / "workbook"
 MARKERS = ("### BEGIN SOLUTION", "### END SOLUTION", "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS")
 
@@ -124,6 +124,13 @@ MISTAKES: dict[str, Variant] = {
     "tanh_one_minus_t": bug(N4, "ex_04_tanh", "tanh.one_minus_t", "Value.tanh", ("(1 - t**2)", "(1 - t)")),
     "tanh_without_child": bug(N4, "ex_04_tanh", "tanh.graph_cut", "Value.tanh", ("Value(t, (self,), ", "Value(t, (), ")),
     "tanh_uses_out_data": bug(N4, "ex_04_tanh", "node.uses_out_data", "Value.tanh", ("* out.grad", "* out.data")),
+    # relu: slope 1 everywhere, slope 1 at the kink, the output used as the slope, the graph cut
+    "relu_slope_one": bug(N4, "ex_04_relu", "relu.slope_one", "Value.relu", ("(out.data > 0) * out.grad", "out.grad")),
+    "relu_slope_at_kink": bug(N4, "ex_04_relu", "relu.slope_at_kink", "Value.relu",
+                              ("(out.data > 0) * out.grad", "(self.data >= 0) * out.grad")),
+    "relu_uses_out_data": bug(N4, "ex_04_relu", "relu.uses_out_data", "Value.relu",
+                              ("(out.data > 0) * out.grad", "out.data * out.grad")),
+    "relu_without_child": bug(N4, "ex_04_relu", "relu.graph_cut", "Value.relu", ("(self,), \"relu\")", "(), \"relu\")")),
     "exp_derivative_is_input": bug(N4, "ex_04_exp", "exp.derivative_is_input", "Value.exp",
                                    ("out.data * out.grad", "self.data * out.grad")),
     "pow_keeps_power": bug(N4, "ex_04_pow", "pow.derivative_keeps_power", "Value.__pow__",
@@ -185,6 +192,9 @@ ALTERNATIVES: dict[str, Variant] = {
                             ("visited.add(v)", "visited.add(id(v))")),
     "tanh_exp_formula": alt(N4, "ex_04_tanh", ("t = math.tanh(self.data)",
                                                "e2 = math.exp(2 * self.data)\n    t = (e2 - 1) / (e2 + 1)")),
+    "relu_as_micrograd": alt(N4, "ex_04_relu", ("max(self.data, 0.0), (self,), \"relu\"",
+                                                "0 if self.data < 0 else self.data, (self,), 'ReLU'")),
+    "relu_from_the_input": alt(N4, "ex_04_relu", ("(out.data > 0) * out.grad", "(self.data > 0) * out.grad")),
     "neg_sub_by_mul": alt(N4, "ex_04_neg_sub", ("return self + (-other)", "return self + other * -1")),
     # natural answers that use an earlier exercise: -1 * self needs __rmul__, -other + self (other a number) __radd__
     "neg_rmul": alt(N4, "ex_04_neg_sub", ("return self * -1", "return -1 * self")),
@@ -395,7 +405,8 @@ def visible_check_names() -> set[str]:
 
 
 def _sentence_patterns() -> list[re.Pattern[str]]:
-    from autograder.checks.messages import MISCONCEPTIONS, RECOVERED, at_level
+    from autograder.checks import MISCONCEPTIONS
+    from autograder.checks.messages import RECOVERED, at_level
 
     # a recovered formula ("your slope is `...`; it should be `...`") is the sentence where one was recovered
     recovered = re.escape(at_level(RECOVERED)).replace(re.escape("{what}"), r".+?").replace(re.escape("{got}"), r".+?")

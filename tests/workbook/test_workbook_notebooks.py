@@ -20,7 +20,7 @@ from support import NAMES, RELEASE, WORKBOOK_MISTAKES, WORKBOOK_SOURCE, Graded, 
 
 from autograder import checks as catalog
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def scores(graded: Graded, student: str, course: Path | None = None) -> dict[str, dict[str, tuple[float, float]]]:
@@ -91,7 +91,7 @@ def test_untouched_learner_notebooks_earn_zero_in_every_grade_cell(graded):
 
 @pytest.mark.slow
 def test_mistaken_notebooks_lose_exactly_the_grade_cells_of_their_mistakes(graded):
-    """Real nbgrader on a sample of issue 34's cross test (tests/test_exercises_apart.py runs all of it in-process):
+    """Real nbgrader on a sample of issue 34's cross test (tests/checks/test_exercises_apart.py runs all of it in-process):
     a slip costs the grade cell right under its exercise and no other (03's `self.grad = ...` in __add__ used to cost
     backward()'s 4 points and the accumulation check's 2 as well)."""
     lost = {(name, g) for name, grades in scores(graded, "mistaken").items() for g, (s, m) in grades.items() if s != m}

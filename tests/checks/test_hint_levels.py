@@ -23,7 +23,7 @@ from autograder.checks import messages as msg
 from autograder.cli import check_file
 from autograder.settings import Hints, Limits, Tolerance
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 TEMPLATES = {**{f"MISCONCEPTIONS[{k!r}]": v for k, v in msg.MISCONCEPTIONS.items()},
              **{f"MANUAL_RULES[{k!r}]": v for k, v in msg.MANUAL_RULES.items()}, "RECOVERED": msg.RECOVERED}
 MARKED = {name: t for name, t in TEMPLATES.items() if msg.solution_parts(t)}

@@ -5,7 +5,7 @@ which must earn full marks with no hint at all; and a hint the grader's other ob
 import pytest
 from twins import BASE, EXEMPT, FALLBACK, TWINS, graded
 
-from autograder.checks import BY_NAME
+from autograder.checks import BY_NAME, MISCONCEPTIONS
 from autograder.checks import messages as msg
 
 
@@ -37,7 +37,7 @@ def hint_ids() -> list[str]:
 def test_every_hint_id_has_a_correct_twin_or_a_reasoned_exemption():
     covered = {i for t in TWINS.values() for i in t.ids}
     bare = [i for i in hint_ids() if i not in covered and i not in EXEMPT]
-    assert bare == [], f"hint ids with neither a twin in tests/twins.py nor an exemption: {bare}"
+    assert bare == [], f"hint ids with neither a twin in tests/checks/twins.py nor an exemption: {bare}"
     assert not covered & set(EXEMPT), "an id with a twin needs no exemption"
     assert set(EXEMPT) <= set(msg.MISCONCEPTIONS) and all(len(reason) > 40 for reason in EXEMPT.values())
 
@@ -62,7 +62,8 @@ def test_a_fallback_sentence_claims_nothing_about_the_code():
     """The exemption of the fallback ids (FALLBACK) holds: the sentence is the check's description and a request to
     compare the numbers, whatever the check."""
     for name, check in BY_NAME.items():
-        assert msg.MISCONCEPTIONS[msg.fallback_id(name)] == msg.fallback_sentence(check.description), FALLBACK
+        assert MISCONCEPTIONS[msg.fallback_id(name)] == msg.fallback_sentence(check.description), FALLBACK
+        assert msg.hint(msg.fallback_id(name), "a") == msg.fallback_sentence(check.description)
 
 
 # (misconception, an error (and the learner's line) it names, a near miss: the same kind of error from another cause)

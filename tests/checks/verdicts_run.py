@@ -1,10 +1,10 @@
 """Run `python -m autograder check FILE --json` on each file in one process, with the allocator's order shuffled first.
 
-Usage: python tests/verdicts_run.py SHUFFLE FILE... ; prints one JSON object {file: what `check --json` printed}.
+Usage: python tests/checks/verdicts_run.py SHUFFLE FILE... ; prints one JSON object {file: what `check --json` printed}.
 With SHUFFLE > 0, before each file, objects the size of a Value and of its __dict__ are made and a random half of
 them freed in a random order (the rest kept alive), so that the Values a check makes land at other addresses, in
 another order: what hashing by id(), and so the order of a set of nodes, depends on. PYTHONHASHSEED comes from the
-environment. tests/test_determinism.py compares the outputs of several such runs.
+environment. tests/checks/test_determinism.py compares the outputs of several such runs.
 """
 
 from __future__ import annotations

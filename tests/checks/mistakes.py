@@ -5,11 +5,11 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from engine_corpus import REFERENCE
+
 from autograder.checks import CheckResult
 from autograder.cli import check_file
 from autograder.loader import load
-
-REFERENCE = (Path(__file__).resolve().parent / "engines" / "reference.py").read_text()
 
 ADD_BWD = "            self.grad += out.grad\n            other.grad += out.grad\n"
 MUL_SELF = "            self.grad += other.data * out.grad\n"

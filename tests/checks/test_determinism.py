@@ -3,7 +3,7 @@ FILE --json` prints the same JSON under any PYTHONHASHSEED and whatever order th
 for every buggy engine of the corpus and the third-party-style ones of tests/engines (one whose `__pow__` sets
 `self.grad = ...` failed `all_bricks` in 4 of 6 runs).
 
-Each run is a fresh process (tests/verdicts_run.py) that checks many files; the runs differ in PYTHONHASHSEED and in
+Each run is a fresh process (tests/checks/verdicts_run.py) that checks many files; the runs differ in PYTHONHASHSEED and in
 how the allocator was shuffled before each file.
 """
 
@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ENGINES
+from engine_corpus import ENGINES, THIRD_PARTY
 from mistakes import BY_NAME
 
 RUNNER = Path(__file__).resolve().parent / "verdicts_run.py"
@@ -25,7 +25,6 @@ RUNS = [("0", 0), ("1", 1), ("2024", 2)]  # (PYTHONHASHSEED, allocator shuffle)
 # that wins or loses by the order its _backward runs in, nodes merged by a value hash
 ORDER_SENSITIVE = ["forward_order", "topo_preorder", "no_visited_set", "recursion_without_topo", "breadth_first_order",
                    "eq_hash_by_value", "add_assigns_self", "mul_assigns_other", "div_other_sign"]
-THIRD_PARTY = ["third_party_pow_assigns", "third_party_eq_by_value", "value_eq_correct", "micrograd_010"]
 
 
 def files(tmp: Path, mistakes: list[str], engines: list[str]) -> list[str]:

@@ -3,7 +3,7 @@
 A twin is the reference engine (tests/engines/reference.py) plus the workbook's single-notebook exercises (`BASE`),
 edited so that it differs from a mistake a hint names only in the respect the hint claims: the surface the hint
 could key on is there (an `=` that still accumulates, a loop over the operands, a list built in another order), the
-bug is not. tests/test_hint_evidence.py grades every twin with every check a notebook may name and holds every hint
+bug is not. tests/checks/test_hint_evidence.py grades every twin with every check a notebook may name and holds every hint
 id of the catalogue against this table: a hint id is covered by a twin, or exempt for a stated reason.
 """
 
@@ -36,6 +36,19 @@ def _rtruediv(self, other):
 
 
 Value.__rtruediv__ = _rtruediv
+
+
+def _relu(self):
+    out = Value(max(self.data, 0.0), (self,), "relu")
+
+    def _backward():
+        self.grad += (out.data > 0) * out.grad
+
+    out._backward = _backward
+    return out
+
+
+Value.relu = _relu
 
 
 def tanh_from_bricks(x):
@@ -231,6 +244,19 @@ TWINS: dict[str, Twin] = {
         out._backward = _backward
 ''', '''        out._backward = lambda: setattr(self, "grad", self.grad + k * self.data ** (k - 1) * out.grad)
 ''')),
+    # relu's slope from the input, in a branch, from micrograd's forward, attached by a lambda: each right
+    "relu_slope_from_the_input": twin(
+        "relu.uses_out_data relu.slope_at_kink relu.wrong_slope",
+        ("(out.data > 0) * out.grad", "(self.data > 0) * out.grad")),
+    "relu_passes_the_gradient_in_a_branch": twin(
+        "relu.slope_one relu.slope_at_kink",
+        ("        self.grad += (out.data > 0) * out.grad\n", "        if out.data > 0:\n            self.grad += out.grad\n")),
+    "relu_forward_as_micrograd_writes_it": twin(
+        "relu.graph_cut relu.no_backward",
+        ('out = Value(max(self.data, 0.0), (self,), "relu")', "out = Value(0 if self.data < 0 else self.data, (self,), 'ReLU')"),
+        ("    out._backward = _backward\n    return out\n\n\nValue.relu",
+         '    out._backward = lambda: setattr(self, "grad", self.grad + (out.data > 0) * out.grad)\n    return out\n\n\n'
+         "Value.relu")),
     # --- the bricks written out as nodes of their own
     "div_as_its_own_node": twin(
         "div.wrong_sign div.operands_inverted div.multiplies div.graph_cut div.no_backward",
@@ -494,6 +520,8 @@ EXEMPT: dict[str, str] = {
     "common.unexpected_result": "says only that learner code handed back something of another kind (it is described)",
     "common.timeout": "says only that the code did not finish within the time limit, which the grader measured",
     "common.malformed_observation": "says only that the observations have a shape no honest probe makes (batch grading)",
+    "common.graders_code": ("says only that the method's code lies in the grader's own files, which it names (no learner's "
+                            "method does: test_graders_code holds every engine of the corpus to it)"),
 }
 # A failure no known mistake explains gets its check's fallback id: the sentence repeats what the check tests and
 # claims nothing about the code (messages.fallback_sentence), so it has no respect a twin could differ in.

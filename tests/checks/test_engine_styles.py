@@ -1,23 +1,12 @@
 """Every correct engine, whatever its style, earns full marks on visible and hidden inputs."""
 
 import pytest
+from engine_corpus import STYLES
 
 from autograder import checks as catalog
 from autograder.checks import run_checks
 from autograder.cli import check_file
 from autograder.loader import load
-
-STYLES = {
-    "reference": "the guide's recursive build_topo, set children, math.tanh",
-    "iterative_stack": "explicit-stack DFS, list children, int grads, tanh by the exp formula on floats",
-    "kahn_slots": "Kahn's in-degree sort, __slots__, tuple children, a _backward per op (neg, sub, div)",
-    "composed_tanh": "tanh composed from Value ops, grads zeroed after the update",
-    "identity_fancy": "__eq__/__hash__ written as identity, fancy __repr__, a node factory",
-    "depth_schedule": "longest-path depth schedule, dict-view children, grads built with `=` of a sum",
-    "module_zero_grad": "micrograd Module.zero_grad, repr rounded to 2 decimals, int seed 1",
-    "times_label": "a constructor that takes a label second, _op '×' and '＋', capital op names, keyword children",
-    "value_eq_correct": "__eq__/__hash__ compare data, but tuple children and a visited set of id(node)",
-}
 
 
 @pytest.mark.parametrize("name", sorted(STYLES))

@@ -5,7 +5,7 @@ diagnosis when it holds a mistake of its own.
 The only exception is declared: an exercise made of another (a Layer of the learner's Neurons, an MLP of their
 Layers; the notebook says so above it, and the check's `prerequisites` say so to the grader), whose check then says
 which method must pass first. The notebooks run in-process (the nbgrader cells only, as nbgrader scores them);
-tests/test_workbook_notebooks.py runs a sample through real nbgrader.
+tests/workbook/test_workbook_notebooks.py runs a sample through real nbgrader.
 """
 
 from __future__ import annotations

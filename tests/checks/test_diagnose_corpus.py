@@ -1,4 +1,4 @@
-"""Issue 34's own evaluation set (tests/diagnose_corpus.py), held to the bar of the held-out sets: at least 90% of
+"""Issue 34's own evaluation set (tests/checks/diagnose_corpus.py), held to the bar of the held-out sets: at least 90% of
 the mistakes diagnosed specifically, none misleading, missed or misplaced, and no correct alternative failed."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Issue 34's evaluation set (points 7 and 8): learner mistakes nobody had listed, across all six notebooks, each with
 the diagnoses that are true of it; and correct alternatives that must keep every point.
 
-Written before the grader was changed for them, in the style of tests/notebook_corpus.py (exact substitutions in one
+Written before the grader was changed for them, in the style of tests/checks/notebook_corpus.py (exact substitutions in one
 solution cell of the real workbook). Each mistake is judged strictly, as the held-out sets are (`judge`):
 
 - missed: no grade cell of the notebook fails;
@@ -12,7 +12,7 @@ solution cell of the real workbook). Each mistake is judged strictly, as the hel
   numbers (where `accept` holds RECOVERED, and the formula shown contains `formula` when one is given);
 - generic: anything else (the fallback "the numbers are not yet right", an error relayed without its cause).
 
-`python tests/diagnose_corpus.py` prints every entry's outcome and the counts; tests/test_diagnose_corpus.py holds
+`python tests/checks/diagnose_corpus.py` prints every entry's outcome and the counts; tests/checks/test_diagnose_corpus.py holds
 the counts to issue 34's bar.
 """
 

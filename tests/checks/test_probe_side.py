@@ -42,11 +42,32 @@ def test_the_probe_side_needs_table_is_written_from_the_checks_declarations():
     assert NEEDS_FILE.read_text() == needs_source(), "run `python -m autograder.checks` to rewrite probes/needs.py"
 
 
-def test_a_check_name_is_registered_once():
-    from autograder.checks.registry import register
+def test_the_probe_side_op_table_is_written_from_the_operations_declarations():
+    from autograder.checks.registry import OP_TABLE_FILE, op_table_source
 
+    assert OP_TABLE_FILE.read_text() == op_table_source(), "run `python -m autograder.checks` to rewrite probes/op_table.py"
+
+
+def test_the_check_command_says_whether_the_generated_tables_are_up_to_date(tmp_path, monkeypatch):
+    from autograder.checks import registry
+
+    assert subprocess.run([sys.executable, "-m", "autograder.checks", "--check"], capture_output=True).returncode == 0
+    stale = tmp_path / "op_table.py"
+    stale.write_text("METHODS = {}\n")
+    monkeypatch.setattr(registry, "GENERATED", ((stale, registry.op_table_source),))
+    monkeypatch.setattr(sys, "argv", ["autograder.checks", "--check"])
+    assert registry.main() == 1 and stale.read_text() == "METHODS = {}\n"  # --check compares, never writes
+    monkeypatch.setattr(sys, "argv", ["autograder.checks"])
+    assert registry.main() == 0 and stale.read_text() == registry.op_table_source()
+
+
+def test_a_check_name_is_registered_once():
+    from autograder.checks.registry import Topic, catalogue
+
+    topic = Topic()
+    topic.add(checks.CHECKS[0])
     with pytest.raises(ValueError, match="registered twice"):
-        register(checks.CHECKS[0])
+        catalogue(topic, topic)
 
 
 @pytest.mark.parametrize("hidden", [False, True])
@@ -87,6 +108,9 @@ def _probe_error_keys() -> list[tuple[str, object]]:
                     node.targets[0].slice, "value", None) == "error":
                 values = [node.value.body, node.value.orelse] if isinstance(node.value, ast.IfExp) else [node.value]
                 found += [(f"{path.name}:{node.lineno}", getattr(v, "value", None)) for v in values]
+            elif isinstance(node, ast.Dict):  # an observation written out whole (a LearnerError's own key is above)
+                found += [(f"{path.name}:{node.lineno}", v.value) for k, v in zip(node.keys, node.values)
+                          if getattr(k, "value", None) == "error" and isinstance(v, ast.Constant)]
             elif isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "update":
                 found += [(f"{path.name}:{node.lineno}", getattr(k.value, "value", None)) for k in node.keywords
                           if k.arg == "error"]

@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
+from engine_corpus import ENGINES
 
 from autograder import checks as catalog
 from autograder import notebook
@@ -20,7 +21,7 @@ from autograder.workbook import demo_size, make_moons, progress, summary
 
 @pytest.fixture(scope="module")
 def ref():
-    spec = importlib.util.spec_from_file_location("reference_engine_h", Path(__file__).parent / "engines" / "reference.py")
+    spec = importlib.util.spec_from_file_location("reference_engine_h", ENGINES / "reference.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -167,7 +168,7 @@ def test_check_in_a_learners_kernel_shows_the_diagnosis_and_returns(ref, monkeyp
 def bias_first_net() -> dict:
     """The reference engine whose Neuron lists its bias first: a fresh module, so that its Layer (which looks Neuron
     up in the module) is made of the broken Neurons."""
-    spec = importlib.util.spec_from_file_location("bias_first_engine", Path(__file__).parent / "engines" / "reference.py")
+    spec = importlib.util.spec_from_file_location("bias_first_engine", ENGINES / "reference.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
 
@@ -233,7 +234,7 @@ def test_the_guard_keeps_the_last_expressions_display_and_other_errors(shell, ca
 
 
 # the reference engine, as a learner's cells define it, with tanh returning nothing and tanh from bricks wrong
-WRONG_BRICKS = (Path(__file__).parent / "engines" / "reference.py").read_text() + """
+WRONG_BRICKS = (ENGINES / "reference.py").read_text() + """
 
 def _tanh(self):
     Value(0.0)
@@ -443,7 +444,7 @@ def test_the_second_backward_demo_says_why_its_numbers_differ_when_add_fails(mon
 
     monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
     monkeypatch.setenv("MPLBACKEND", "Agg")
-    source = Path(__file__).resolve().parent.parent / "solutions" / "workbook" / "03_backward.ipynb"
+    source = Path(__file__).resolve().parents[2] / "solutions" / "workbook" / "03_backward.ipynb"
 
     def demo_output(mistake: bool) -> str:
         nb = nbformat.read(source, as_version=4)
@@ -475,7 +476,7 @@ def solution_namespaces() -> list[dict]:
     from autograder.loader import load
 
     return [load(str(path)).namespace
-            for path in sorted((Path(__file__).resolve().parent.parent / "solutions" / "workbook").glob("*.ipynb"))]
+            for path in sorted((Path(__file__).resolve().parents[2] / "solutions" / "workbook").glob("*.ipynb"))]
 
 
 def test_every_learner_facing_name_of_a_check_is_a_method_function_or_the_check_never_a_variable():
@@ -509,7 +510,7 @@ def test_a_demo_run_on_untouched_hand_filled_grads_says_why_it_prints_zero():
 
     from autograder.loader import load
 
-    path = Path(__file__).resolve().parent.parent / "notebooks" / "workbook" / "02_values.ipynb"
+    path = Path(__file__).resolve().parents[2] / "notebooks" / "workbook" / "02_values.ipynb"
     ns = load(str(path)).namespace  # untouched: every .grad still the 0 Value(...) starts with
     demo = next(c.source for c in nbformat.read(path, as_version=4).cells if "unless_passing(\"manual_backprop\")" in c.source)
     out = io.StringIO()
