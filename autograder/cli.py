@@ -76,7 +76,7 @@ def extension_command(args: argparse.Namespace) -> int:
     """Record the extension on the student's submission row, where nbgrader reads it; print the new deadline."""
     from nbgrader.coursedir import CourseDirectory
 
-    from .grading.late import grant_extension
+    from .grading.finish.late import grant_extension
 
     extra = datetime.timedelta(days=args.days, hours=args.hours, minutes=args.minutes)
     if extra.total_seconds() < 0:
@@ -167,7 +167,7 @@ def grade_command(args: argparse.Namespace) -> int:
         gc.unfreeze()
     print(batch.summary(rows))
     if args.cluster is None:  # (a cluster's workers run their own sandboxes)
-        from .grading import sandbox
+        from .grading.grade import sandbox
 
         print(sandbox.MODE.describe())
     for path in options.written:
@@ -270,7 +270,7 @@ def notebook_json(cells: list[CellResults]) -> str:
 
 def similarity_command(args: argparse.Namespace) -> int:
     """Compare the class's solution cells; print the top of the ranking and where the page is."""
-    from .grading.source import GradingError
+    from .grading.discover.assignment import GradingError
     from .similarity.command import main_lines
     from .similarity.handout import SimilarityError
 
@@ -317,8 +317,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return similarity_command(args)
         if args.command == "grade":
             # nbgrader takes seconds to import, and `check` (a learner's every keystroke) never needs it
-            from .grading.sandbox import Unavailable
-            from .grading.source import GradingError
+            from .grading.discover.assignment import GradingError
+            from .grading.grade.sandbox import Unavailable
 
             try:
                 return grade_command(args)

@@ -50,7 +50,7 @@ NOTEBOOK_TEXT_CHARS = 8 * 2**20  # the longest text, in characters: one JSON str
 # writes it); each file past a bound is refused and flagged, the rest go on.
 OTHER_FILES_BYTES = 50 * 2**20
 OTHER_FILES_COUNT = 1_000
-# Bounds on what the helper makes safe to show (autograder/grading/bounded.py):
+# Bounds on what the helper makes safe to show (autograder/grading/grade/bounded.py):
 HTML_DEPTH = 1_000  # elements open at once in learner HTML (nh3's cleaning is quadratic in it): deeper, shown as text
 STANDIN_CHARS = 2_000  # characters of a cell or output shown as plain text when it could not be made safe in time
 

@@ -271,8 +271,8 @@ def ours_only(students: int, jobs: int, runs: int) -> int:
 def sandbox_costs(workers: int = 20) -> dict[str, float]:
     """The sandbox's own costs: starting it (bubblewrap + the fork server's preload), and one empty worker in it; as
     root, also without the notebook's cgroups (the unprivileged mode), to show what joining them costs."""
-    from autograder.grading import sandbox
-    from autograder.grading.sandbox.cgroup import Cgroups
+    from autograder.grading.grade import sandbox
+    from autograder.grading.grade.sandbox.cgroup import Cgroups
 
     box = sandbox.Sandbox().start()  # the batch's mode
     started, mode, root = box.started, box.cgroups.mode.split(":")[0], box.cgroups.available

@@ -73,10 +73,10 @@ class Replay:
 
 def grade_templates(course: Path) -> tuple[Any, list[Any]]:
     """The assignment's spec and the real results of grading the course's three students (plus the not-graded kinds)."""
-    from autograder.grading import pipeline, sandbox
-    from autograder.grading.executors import LocalPool
-    from autograder.grading.source import load_assignment
-    from autograder.grading.store import course_secret
+    from autograder.grading.discover.assignment import load_assignment
+    from autograder.grading.grade import pipeline, sandbox
+    from autograder.grading.grade.executors import LocalPool
+    from autograder.grading.store.gradebook import course_secret
     from autograder.grading.types import Code, Item, Reason, Result, Task
     from autograder.settings import Limits, Tolerance, load_config
 
@@ -176,9 +176,9 @@ def compared(students: list[str], count: int) -> list[str]:
 
 def store_fast(db_url: str, root: Path, spec: Any, results: dict[str, Any]) -> tuple[float, list[Any]]:
     """The production writer, timed: (seconds, rows); then whether its cost per notebook grows with the cohort."""
-    from autograder.grading.journal import Journal
-    from autograder.grading.store import register_students
-    from autograder.grading.writer import Paths, Writer
+    from autograder.grading.store.gradebook import register_students
+    from autograder.grading.store.journal import Journal
+    from autograder.grading.store.writer import Paths, Writer
 
     tasks = [r.task for r in results.values()]
     stages: dict[str, list[float]] = {}  # stage -> each notebook's share, in the order stored
@@ -248,8 +248,8 @@ def store_plain(db_url: str, results: dict[str, Any], release: Path) -> None:
     from nbgrader.api import Gradebook
     from nbgrader.utils import parse_utc
 
-    from autograder.grading.formgrader import flag_box
-    from autograder.grading.pipeline import not_graded
+    from autograder.grading.grade.pipeline import not_graded
+    from autograder.grading.store.resume import flag_box
     from autograder.grading.types import Code
 
     with Gradebook(db_url, COURSE_ID) as gb, warnings.catch_warnings():
@@ -287,7 +287,7 @@ _SPECS: dict[str, Any] = {}
 
 
 def _spec_of(gb: Any, notebook: str) -> Any:
-    from autograder.grading.source import load_assignment
+    from autograder.grading.discover.assignment import load_assignment
 
     if not _SPECS:
         _SPECS.update(load_assignment(gb.db.get_bind().url.render_as_string(hide_password=False), ASSIGNMENT).notebooks)

@@ -106,7 +106,8 @@ def profile_run(args: argparse.Namespace, rec: Results) -> int:
         course, ids = workbook_course(Path(tmp), args.students)
         os.environ["AUTOGRADER_COURSE_DIR"] = str(course)
         os.chdir(course)
-        from autograder.grading import batch, sandbox
+        from autograder.grading import batch
+        from autograder.grading.grade import sandbox
         from autograder.settings import load_config
 
         profile = Profile()

@@ -13,7 +13,7 @@ import pytest
 import support
 
 from autograder.checks.messages import MISCONCEPTIONS
-from autograder.grading import class_report
+from autograder.grading.outputs import class_report
 
 CHROMIUM = Path("/usr/bin/chromium")
 

@@ -16,10 +16,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autograder.grading import channel, runner, sandbox
-from autograder.grading.channel import Violation
-from autograder.grading.sandbox.frames import Channel
-from autograder.grading.worker import Outputs, _Stream
+from autograder.grading.grade import channel, runner, sandbox
+from autograder.grading.grade.channel import Violation
+from autograder.grading.grade.sandbox.frames import Channel
+from autograder.grading.grade.worker import Outputs, _Stream
 from autograder.settings import Limits, Tolerance
 
 
@@ -114,7 +114,7 @@ def test_a_notebooks_outputs_past_its_total_are_dropped_with_a_note(forged: Forg
 
 
 def test_the_total_counts_outputs_as_the_autograded_file_holds_them_so_the_file_stays_near_it(forged: ForgedWorker) -> None:
-    from autograder.grading.bounded import notebook_file
+    from autograder.grading.grade.bounded import notebook_file
 
     cells = 12
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print('\\n' * 10_000)") for _ in range(cells)])
@@ -144,8 +144,8 @@ outputs_strategy = st.lists(st.one_of(
 def test_written_size_is_what_the_outputs_add_to_the_autograded_file(outputs: list[dict[str, Any]]) -> None:
     import copy
 
-    from autograder.grading.bounded import notebook_file
-    from autograder.grading.store import written_size
+    from autograder.grading.grade.bounded import notebook_file
+    from autograder.grading.store.gradebook import written_size
 
     def file_of(outs: list[Any]) -> int:
         return len(notebook_file(nbformat.from_dict(nbformat.v4.new_notebook(

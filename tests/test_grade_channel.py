@@ -13,10 +13,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from autograder import checks as catalog
-from autograder.grading import channel
-from autograder.grading.channel import Reader, Violation
-from autograder.grading.store import course_secret
-from autograder.grading.worker import Outputs
+from autograder.grading.grade import channel
+from autograder.grading.grade.channel import Reader, Violation
+from autograder.grading.grade.worker import Outputs
+from autograder.grading.store.gradebook import course_secret
 
 CAP = 10_000
 

@@ -15,9 +15,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from autograder.grading import channel
-from autograder.grading.channel import Reader, Violation
-from autograder.grading.sandbox.frames import Channel, Garbled, Silent
+from autograder.grading.grade import channel
+from autograder.grading.grade.channel import Reader, Violation
+from autograder.grading.grade.sandbox.frames import Channel, Garbled, Silent
 
 CAP = 10_000
 LIMIT = channel.max_message(CAP)

@@ -11,7 +11,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder.grading.worker import Guard, Outputs, make_shell, plain_python, run_cell
+from autograder.grading.grade.worker import Guard, Outputs, make_shell, plain_python, run_cell
 
 OUTPUTS = Outputs(100_000)
 

@@ -12,15 +12,15 @@ from nbformat import v4
 
 from autograder import checks as catalog
 from autograder import probes
-from autograder.grading import store
-from autograder.grading.channel import Violation
-from autograder.grading.journal import Journal
-from autograder.grading.judge import NUDGE, judge_cell
-from autograder.grading.runner import Graded, Stopped
-from autograder.grading.source import AssignmentSpec, CheckCall, NotebookSpec, SourceCell
-from autograder.grading.store import BulkGradebook
+from autograder.grading.discover.assignment import AssignmentSpec, CheckCall, NotebookSpec, SourceCell
+from autograder.grading.grade.channel import Violation
+from autograder.grading.grade.judge import NUDGE, judge_cell
+from autograder.grading.grade.runner import Graded, Stopped
+from autograder.grading.store.gradebook import BulkGradebook
+from autograder.grading.store import gradebook as store
+from autograder.grading.store.journal import Journal
+from autograder.grading.store.writer import Paths, Writer
 from autograder.grading.types import Code, Item, Result, Status, Task
-from autograder.grading.writer import Paths, Writer
 from autograder.loader import load
 from autograder.settings import Limits, Tolerance
 

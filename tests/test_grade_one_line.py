@@ -16,10 +16,13 @@ from hypothesis import strategies as st
 
 from autograder import cli, report
 from autograder.checks.base import CheckResult
-from autograder.grading import batch, class_report, runner, writer
-from autograder.grading.safe_html import escape_markdown
-from autograder.grading.store import csv_text
-from autograder.grading.submission import Submission
+from autograder.grading import batch
+from autograder.grading.discover.submission import Submission
+from autograder.grading.feedback.safe_html import escape_markdown
+from autograder.grading.grade import runner
+from autograder.grading.outputs import class_report
+from autograder.grading.store import writer
+from autograder.grading.store.gradebook import csv_text
 from autograder.grading.types import Code, Reason, Row, Status
 from autograder.lines import one_line
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 from nbgrader.coursedir import CourseDirectory
 
-from autograder.grading import sandbox
-from autograder.grading.other_files import copy_other_files
-from autograder.grading.submission import Submission
+from autograder.grading.discover.submission import Submission
+from autograder.grading.finish.other_files import copy_other_files
+from autograder.grading.grade import sandbox
 from autograder.settings import OTHER_FILES_BYTES, OTHER_FILES_COUNT
 
 

@@ -17,9 +17,9 @@ import postgres_server
 import pytest
 import support
 
-from autograder.grading.journal import JOURNAL_FILE, Journal
-from autograder.grading.sandbox import STAGING_PREFIX
-from autograder.grading.store import LOCK_FILE, SECRET_FILE, course_lock
+from autograder.grading.grade.sandbox import STAGING_PREFIX
+from autograder.grading.store.gradebook import LOCK_FILE, SECRET_FILE, course_lock
+from autograder.grading.store.journal import JOURNAL_FILE, Journal
 
 pytestmark = pytest.mark.slow  # every test here grades a course built by nbgrader: minutes, not seconds
 
@@ -159,7 +159,7 @@ def fingerprint_now(course, student):
     from nbgrader.coursedir import CourseDirectory
 
     from autograder.grading import batch
-    from autograder.grading.source import load_assignment
+    from autograder.grading.discover.assignment import load_assignment
     from autograder.settings import Limits, Tolerance, load_config
 
     config = load_config(course / "nbgrader_config.py")
@@ -171,7 +171,7 @@ def fingerprint_now(course, student):
 def test_the_lock_goes_to_one_grader_at_a_time_even_while_its_file_is_removed(tmp_path):
     import threading
 
-    from autograder.grading.source import GradingError
+    from autograder.grading.discover.assignment import GradingError
 
     holders, refused, inside = [], [], threading.Lock()
 

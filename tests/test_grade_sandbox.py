@@ -1,6 +1,6 @@
 """The OS sandbox around grading workers: what a notebook's process can see, touch, reach and leave behind.
 
-Each test runs real notebook cells in a worker of one bubblewrap sandbox (autograder.grading.sandbox), the way
+Each test runs real notebook cells in a worker of one bubblewrap sandbox (autograder.grading.grade.sandbox), the way
 `python -m autograder grade` does, and reads back what the cells printed. Without bubblewrap or user namespaces
 these tests skip with the reason; under CI=true they fail instead (`./workbook test` installs bubblewrap there).
 """
@@ -24,7 +24,7 @@ import pytest
 import support
 
 from autograder import cli
-from autograder.grading import sandbox
+from autograder.grading.grade import sandbox
 
 ROOT = Path(__file__).resolve().parent.parent
 SECRET = "AKIA-sandbox-test-secret-0123456789"
@@ -240,7 +240,7 @@ def test_importing_a_grader_module_fails_and_raises_an_audit_event(box: Any) -> 
     code = '''import sys
 seen = []
 sys.addaudithook(lambda event, args: seen.append(args[0]) if event == "autograder.grader_module" else None)
-for name in ("autograder.catalog", "autograder.numeric", "autograder.grading.runner", "autograder.checks"):
+for name in ("autograder.catalog", "autograder.numeric", "autograder.grading.grade.runner", "autograder.checks"):
     try:
         __import__(name)
         print("imported", name)
@@ -249,7 +249,7 @@ for name in ("autograder.catalog", "autograder.numeric", "autograder.grading.run
 print(seen)'''
     printed = run(box, code)[0]
     assert "imported" not in printed and printed.count("refused") == 4
-    assert "'autograder.catalog'" in printed and "'autograder.grading.runner'" in printed
+    assert "'autograder.catalog'" in printed and "'autograder.grading.grade.runner'" in printed
 
 
 ANSWER_SIDE = ("catalog", "expressions", "numeric", "net_reference", "judge", "checks", "truth")
@@ -337,7 +337,7 @@ def test_the_teaching_aids_are_staged_unchanged_and_the_workbook_by_its_stand_in
     aids, staged = ROOT / "autograder" / "aids", tmp_path / "staged" / "autograder"
     files = sorted(p.relative_to(aids) for p in aids.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
     assert files and all((staged / "aids" / f).read_bytes() == (aids / f).read_bytes() for f in files)
-    standin = ROOT / "autograder" / "grading" / "standin" / "workbook.py"
+    standin = ROOT / "autograder" / "grading" / "grade" / "standin" / "workbook.py"
     assert (staged / "workbook.py").read_bytes() == standin.read_bytes()
     assert not (staged / "checks").exists() and not (staged / "notebook.py").exists()
 
@@ -443,7 +443,7 @@ def test_no_process_of_a_notebook_outlives_its_kill_whatever_it_did_to_its_death
 
 
 def test_the_unprivileged_mode_refuses_new_processes_and_says_so() -> None:
-    from autograder.grading.sandbox.cgroup import UNPRIVILEGED_MODE, Cgroups
+    from autograder.grading.grade.sandbox.cgroup import UNPRIVILEGED_MODE, Cgroups
 
     if sandbox.unavailable_reason():
         _unavailable(str(sandbox.unavailable_reason()))
@@ -466,7 +466,7 @@ t.join()'''
 
 
 def test_the_summary_names_the_sandbox_mode_in_force() -> None:
-    from autograder.grading.sandbox.cgroup import ROOT_MODE, UNPRIVILEGED_MODE
+    from autograder.grading.grade.sandbox.cgroup import ROOT_MODE, UNPRIVILEGED_MODE
 
     mode = sandbox.Mode()
     mode.pool.mode = ROOT_MODE
@@ -531,7 +531,7 @@ time.sleep(60)'''
 
 def test_in_the_unprivileged_mode_a_notebooks_busy_threads_weigh_as_one_classmate_on_the_cpu() -> None:
     """Without cgroups, each notebook is a session of its own: the kernel's autogroup shares the CPU per session."""
-    from autograder.grading.sandbox.cgroup import Cgroups
+    from autograder.grading.grade.sandbox.cgroup import Cgroups
 
     if sandbox.unavailable_reason():
         _unavailable(str(sandbox.unavailable_reason()))
@@ -560,13 +560,13 @@ def test_in_the_unprivileged_mode_a_notebooks_busy_threads_weigh_as_one_classmat
 def slow_spawns(monkeypatch: pytest.MonkeyPatch, slow: set[int], delay: float) -> None:
     """Every sandbox started from now stages a fork server that stalls `delay` s before its spawns numbered `slow`
     (counted from 1), as a fork server on a machine too loaded to fork would: it answers nothing meanwhile."""
-    from autograder.grading.sandbox import client, staging
+    from autograder.grading.grade.sandbox import client, staging
 
     real = staging.stage
 
     def stage(dest: Path) -> None:
         real(dest)
-        server = dest / "autograder" / "grading" / "sandbox" / "forkserver.py"
+        server = dest / "autograder" / "grading" / "grade" / "sandbox" / "forkserver.py"
         server.write_text(server.read_text() + f'''
 
 _SPAWNS = [0]
@@ -622,7 +622,7 @@ def test_a_spawn_that_stalls_past_its_timeout_is_retried_and_classmates_workers_
 @pytest.mark.slow
 def test_a_spawn_that_stalls_again_when_retried_costs_its_notebook_only_with_the_reason(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from autograder.grading import runner
+    from autograder.grading.grade import runner
     from autograder.settings import Limits
 
     if sandbox.unavailable_reason():

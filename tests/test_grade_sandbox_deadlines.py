@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 from test_grade_sandbox import LIMITS, _unavailable, outputs
 
-from autograder.grading import sandbox
-from autograder.grading.sandbox import frames, linux
+from autograder.grading.grade import sandbox
+from autograder.grading.grade.sandbox import frames, linux
 
 HIGH = 1500  # past FD_SETSIZE: every descriptor a test opens has this number or a higher one
 

@@ -28,9 +28,9 @@ import pytest
 from adversarial import corpus  # (it gathers escapes.py's and bounds.py's cases too)
 from support_mounts import drop, reachable
 
-from autograder.grading import sandbox
-from autograder.grading.sandbox.cgroup import UNPRIVILEGED_MODE
-from autograder.grading.sandbox.inside import NOFILE
+from autograder.grading.grade import sandbox
+from autograder.grading.grade.sandbox.cgroup import UNPRIVILEGED_MODE
+from autograder.grading.grade.sandbox.inside import NOFILE
 
 pytestmark = pytest.mark.slow  # generates the workbook assignment with nbgrader, then grades a batch: a minute or two
 

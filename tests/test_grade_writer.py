@@ -22,12 +22,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from traitlets.config.loader import PyFileConfigLoader
 
-from autograder.grading import batch, class_report, late, pipeline, safe_html
-from autograder.grading.redact_feedback import RedactHiddenTests
-from autograder.grading.sanitize import HIDDEN_NOTE, notebook_bytes, replace_hidden
-from autograder.grading.source import NotebookSpec
-from autograder.grading.store import csv_text, valid_text, write_notebook
-from autograder.grading.submission import Refused, Submission
+from autograder.grading import batch
+from autograder.grading.discover.assignment import NotebookSpec
+from autograder.grading.discover.submission import Refused, Submission
+from autograder.grading.feedback import safe_html
+from autograder.grading.feedback.redaction import RedactHiddenTests
+from autograder.grading.finish import late
+from autograder.grading.grade import pipeline
+from autograder.grading.grade.sanitize import HIDDEN_NOTE, notebook_bytes, replace_hidden
+from autograder.grading.outputs import class_report
+from autograder.grading.store.gradebook import csv_text, valid_text, write_notebook
 from autograder.grading.types import Code, Item, Reason, Row, Status, Task
 from autograder.settings import Limits, Tolerance, load_config
 
@@ -273,7 +277,7 @@ def _export(nb: nbformat.NotebookNode, template: str, tmp_path: Path | None = No
     from traitlets.config import Config
 
     config = Config()
-    config.HTMLExporter.preprocessors = ["autograder.grading.safe_export.SafeHTML"]  # as nbgrader_config.py sets it
+    config.HTMLExporter.preprocessors = ["autograder.grading.feedback.safe_export.SafeHTML"]  # as nbgrader_config.py sets it
     config.HTMLExporter.template_name = template
     config.HTMLExporter.extra_template_basedirs = [handlers.template_path]
     # as GenerateFeedback sets it: the page inlines bootstrap's CSS
@@ -316,7 +320,7 @@ def test_a_cell_id_that_is_not_nbformats_is_replaced() -> None:
 
 
 def test_the_grader_escapes_what_it_writes_into_markdown() -> None:
-    from autograder.grading.runner import annotate
+    from autograder.grading.grade.runner import annotate
 
     nb = nbformat.v4.new_notebook()
     annotate(nb, ["lying object <img src=x onerror=alert(1)>"], ["cell 3 raised <script>alert(1)</script>"])
@@ -336,7 +340,7 @@ def test_grading_config_loaded_from_a_config_in_another_folder_sees_the_course_s
                    load_config(course_config), load_config(ROOT / "grading_config.py")):
         assert config.CourseDirectory.source_directory == str(ROOT / "solutions")
         assert config.CourseDirectory.course_id == "autograd-workbook"
-        assert config.HTMLExporter.preprocessors == ["autograder.grading.safe_export.SafeHTML"]
+        assert config.HTMLExporter.preprocessors == ["autograder.grading.feedback.safe_export.SafeHTML"]
     assert Limits(config=load_config(course_config)).cell_timeout == 7.0
 
 
@@ -376,4 +380,4 @@ def test_the_probes_take_the_time_limit_from_their_caller() -> None:
     from autograder import probes
 
     assert inspect.signature(probes.observe).parameters["check_timeout"].default is inspect.Parameter.empty
-    assert "notebook_mb" not in (ROOT / "autograder" / "grading" / "sanitize.py").read_text()
+    assert "notebook_mb" not in (ROOT / "autograder" / "grading" / "grade" / "sanitize.py").read_text()

@@ -25,21 +25,22 @@ from traitlets.config import Config
 
 from ..lines import one_line
 from ..settings import BatchGrading, Hints, Limits, Tolerance
-from . import bounded, class_report, sandbox
-from .executors import LocalPool
-from .formgrader import autograded_untouched
-from .journal import Journal
-from .late import LatePenalties
-from .other_files import copy_other_files
-from .pipeline import Clock, Shared
-from .source import AssignmentSpec, GradingError, load_assignment
-from .store import BulkGradebook, atomic_write, course_lock, course_secret, csv_text, register_students
-from .submission import Refused, Submission
+from .discover.assignment import AssignmentSpec, GradingError, load_assignment
+from .discover.submission import Refused, Submission
+from .finish.late import LatePenalties
+from .finish.other_files import copy_other_files
+from .grade import bounded, sandbox
+from .grade.executors import LocalPool
+from .grade.pipeline import Clock, Shared
+from .outputs import class_report
+from .store.gradebook import BulkGradebook, atomic_write, course_lock, course_secret, csv_text, register_students
+from .store.journal import Journal
+from .store.resume import autograded_untouched
+from .store.writer import Paths, Writer
 from .types import GRADER_VERSION, Code, Item, Row, Status, Task
-from .writer import Paths, Writer
 
 if TYPE_CHECKING:
-    from .cluster import Connection
+    from .grade.cluster import Connection
 
 __all__ = ["GRADER_VERSION", "Course", "Item", "Options", "Row", "Status", "run", "summary", "write_csv"]
 
@@ -186,7 +187,7 @@ def run(options: Options) -> list[Row]:
     with contextlib.ExitStack() as stack:
         cluster = None
         if options.cluster:
-            from .cluster import connection  # Dask is an optional dependency (the `cluster` extra)
+            from .grade.cluster import connection  # Dask is an optional dependency (the `cluster` extra)
 
             cluster = stack.enter_context(connection(options.cluster, options.jobs))
         course = Course.open(options.config, options.course, options.looked_at)
@@ -251,7 +252,7 @@ def grade(options: Options, course: Course, limits: Limits, tolerance: Tolerance
                           course.release(options.assignment)), journal, options.clock)
     try:
         if cluster is not None:
-            from .cluster import grade_on_cluster
+            from .grade.cluster import grade_on_cluster
 
             rows += grade_on_cluster(todo, shared, writer, cluster, options.progress)
         else:

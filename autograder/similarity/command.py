@@ -127,7 +127,7 @@ def page(report: Report) -> str:
 
 def csv_text(report: Report) -> str:
     """Every flagged match (and the ten next below, for context): z, score, student, with, exercises."""
-    from ..grading.store import csv_text as safe
+    from ..grading.store.gradebook import csv_text as safe
 
     buf = io.StringIO()
     w = csv.writer(buf)
@@ -161,7 +161,7 @@ def lines(report: Report) -> list[str]:
 
 def write(root: Path, report: Report) -> list[Path]:
     """reports/<assignment>-similarity.html and .csv, each whole or not at all; their paths."""
-    from ..grading.store import atomic_write
+    from ..grading.store.gradebook import atomic_write
 
     html_text, csv_body = page(report), csv_text(report)  # both made before either is written
     folder = root / REPORT_DIR

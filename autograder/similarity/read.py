@@ -12,8 +12,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..grading.store import valid_text
-from ..grading.submission import Submission, Unreadable
+from ..grading.discover.submission import Submission, Unreadable
+from ..grading.store.gradebook import valid_text
 from .handout import Exercise, Handout, SimilarityError, cell_text, nbgrader_meta
 
 

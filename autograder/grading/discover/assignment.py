@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from nbgrader.api import Gradebook, MissingEntry
 
-from .. import checks as catalog
+from ... import checks as catalog
 
 
 def without_password(db_url: str, text: str | None = None) -> str:

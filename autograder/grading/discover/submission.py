@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from ..settings import OTHER_FILES_BYTES, OTHER_FILES_COUNT
+from ...settings import OTHER_FILES_BYTES, OTHER_FILES_COUNT
 
 MAX_ENTRIES = 10_000  # files and folders scanned per submission (a collected folder holds a handful)
 

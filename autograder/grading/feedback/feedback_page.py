@@ -19,7 +19,7 @@ from nbconvert.exporters import HTMLExporter
 from nbconvert.preprocessors import Preprocessor
 from traitlets import Bool
 
-from ..loader import check_calls
+from ...loader import check_calls
 from .page_policy import NOTEBOOK_CSS, inert_page
 
 _COUNT = re.compile(r"^CheckFailed: \d+ of \d+ checks? failed")

@@ -13,7 +13,7 @@ from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor, Preprocessor
 from nbgrader.preprocessors import GetGrades
 from traitlets import Bool
 
-from .sanitize import HIDDEN_NOTE, replace_hidden
+from ..grade.sanitize import HIDDEN_NOTE, replace_hidden
 
 
 class RedactHiddenTests(Preprocessor):

@@ -39,8 +39,8 @@ from typing import Any
 import nh3
 from nbformat import NotebookNode, from_dict
 
-from ..lines import one_line
-from ..settings import HTML_DEPTH, STANDIN_CHARS
+from ...lines import one_line
+from ...settings import HTML_DEPTH, STANDIN_CHARS
 
 CELL_ID = re.compile(r"[a-zA-Z0-9_-]{1,64}")  # nbformat 4.5's cell id
 GRADE_ID = re.compile(r"[a-zA-Z0-9_-]+")  # nbgrader's grade_id

@@ -24,9 +24,9 @@ from nbgrader import utils as nbutils
 from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.coursedir import CourseDirectory
 
-from .store import BulkGradebook, Filed
-from .submission import Submission, Unreadable
-from .types import Code
+from ..discover.submission import Submission, Unreadable
+from ..store.gradebook import BulkGradebook, Filed
+from ..types import Code
 
 
 class _Row(Protocol):

@@ -17,7 +17,7 @@ import shutil
 from nbgrader.coursedir import CourseDirectory
 from nbgrader.utils import find_all_files, is_ignored
 
-from .submission import Submission
+from ..discover.submission import Submission
 
 
 def copy_other_files(coursedir: CourseDirectory, assignment: str, student: str, submission: Submission) -> list[str]:

@@ -7,7 +7,7 @@ thread, so none of it runs in the grader's threads: it runs in a helper process 
 deadline (`Limits.read_timeout`, `Limits.render_timeout`), whose address space is capped (`Limits.helper_memory_mb`)
 and whose CPU time is capped per job too (RLIMIT_CPU: a helper left alone by a grader that died still stops).
 
-    grader ── fork request ──> zygote (one per grader process: `python -m autograder.grading.bounded`, imports once)
+    grader ── fork request ──> zygote (one per grader process: `python -m autograder.grading.grade.bounded`, imports once)
                                  └─ fork ─> helper (one per grading thread at a time; kept while it answers in time)
     grader <── frames (a job, then its replies, each before the deadline) ──> helper
 
@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from nbformat import NotebookNode
 
-    from ..settings import Limits
+    from ...settings import Limits
 
 HEADER = struct.Struct("!i")  # as sandbox.frames: a 4-byte big-endian length, then the bytes
 FRAME_LIMIT = 2**31 - 1
@@ -225,7 +225,7 @@ atexit.register(HELPERS.close)
 def read(raw: bytes, limits: Limits) -> NotebookNode:
     """The submitted notebook's bytes as a notebook, read in a helper within `Limits.read_timeout`; Unreadable, or
     Refused (flagged) past a bound: too many cells (counted on the bytes first), too deep, too long, too slow."""
-    from .submission import Refused, Unreadable
+    from ..discover.submission import Refused, Unreadable
 
     # an upper bound on the cells, at C speed before anything is parsed: every cell has a "cell_type" key
     if raw.count(b'"cell_type"') > limits.notebook_cells:
@@ -247,7 +247,7 @@ def render(nb: NotebookNode, limits: Limits) -> tuple[bytes, str, list[str]]:
     """The graded notebook's file, made safe to show (`safe_html`) cell by cell in a helper within
     `Limits.render_timeout`: (its bytes, their SHA-256, flags). A cell not made safe in time, or that could not be
     (nested too deep, out of memory), is shown as plain text and named in a flag; the scores stand."""
-    from .safe_html import safe_metadata, standin_cell
+    from ..feedback.safe_html import safe_metadata, standin_cell
 
     done: dict[int, Any] = {}
     why: dict[int, str] = {}
@@ -346,8 +346,8 @@ def _bound(memory_mb: int, timeout: float) -> None:
 
 
 def _read_job(payload: tuple[bytes, int]) -> Iterator[tuple[Any, ...]]:
+    from ..discover.submission import Refused, Unreadable
     from .sanitize import parse_submission
-    from .submission import Refused, Unreadable
 
     raw, max_cells = payload
     try:
@@ -380,7 +380,7 @@ def _render_job(nb: NotebookNode) -> Iterator[tuple[Any, ...]]:
     """Each cell made safe, smallest first (so that a slow one costs the fewest others), then the notebook's file. The
     cells made safe are sent every FLUSH seconds, so that what was done before a deadline is kept; a render done
     within FLUSH (the usual one) sends only its file."""
-    from .safe_html import safe_cell, safe_metadata, standin_cell
+    from ..feedback.safe_html import safe_cell, safe_metadata, standin_cell
 
     batch: list[tuple[int, Any, str]] = []
     problems: dict[int, str] = {}
@@ -432,7 +432,8 @@ def zygote(fd: int) -> None:
     lean_start()
     from nbformat import v4
 
-    from . import safe_html, sanitize  # noqa: F401  (imported here once, for every helper forked)
+    from ..feedback import safe_html  # noqa: F401  (imported here once, for every helper forked)
+    from . import sanitize  # noqa: F401  (imported here once, for every helper forked)
 
     list(_render_job(v4.new_notebook(cells=[v4.new_markdown_cell("*warm* `x`"), v4.new_code_cell(
         "1", outputs=[v4.new_output("execute_result", {"text/html": "<b>1</b>"}, execution_count=1)])])))

@@ -37,9 +37,9 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..lines import one_line  # standard library only
+from ...lines import one_line  # standard library only
+from ..types import Code, Reason, Result
 from . import sandbox  # standard library only: a worker that cannot sandbox loads nothing else of the grader
-from .types import Code, Reason, Result
 
 try:
     from distributed import WorkerPlugin
@@ -49,9 +49,9 @@ except ImportError:  # the `cluster` extra is not installed: `connect` says so
 if TYPE_CHECKING:
     from distributed import Client
 
+    from ..store.writer import Writer
+    from ..types import Row, Task
     from .pipeline import Shared
-    from .types import Row, Task
-    from .writer import Writer
 
 RESOURCE = "autograder-sandbox"  # held by a worker whose sandbox started; each grading task takes one unit
 TOPIC = "autograder-sandbox"  # the scheduler's event log where each worker says whether its sandbox started
@@ -83,8 +83,8 @@ def grade_job(job: Job, shared: Shared) -> Result:
     """On a worker: `pipeline.GRADE` in this worker's sandbox; an unreadable notebook's result says why."""
     from pathlib import Path
 
+    from ..types import Item, Prepared, Task
     from . import pipeline
-    from .types import Item, Prepared, Task
 
     task = Task(Item(job.student, job.notebook, Path(f"{job.notebook}.ipynb")), "")  # the driver knows the real one
     work = pipeline.Work(task.item, Prepared(job.data, job.files, list(job.flags)))
@@ -170,7 +170,7 @@ class SandboxCheck(WorkerPlugin):
         seconds: dict[str, float] = {}  # what this run's start cost here (a warm worker's is ~0): benchmarks read it
         error = sandbox.unavailable_reason() or ""  # first: such a worker never loads the rest of the grader
         if not error:
-            from .types import GRADER_VERSION
+            from ..types import GRADER_VERSION
 
             if GRADER_VERSION != self.version:
                 error = f"grader {GRADER_VERSION} here, {self.version} on the driver: install the same version"
@@ -195,7 +195,7 @@ class SandboxCheck(WorkerPlugin):
 
 def connect(target: str, jobs: int) -> tuple[Client, Any]:
     """A client of the cluster named by `target` (address, scheduler file, or module:Cluster configured by Dask's config)."""
-    from .source import GradingError
+    from ..discover.assignment import GradingError
 
     try:
         from distributed import Client
@@ -254,7 +254,7 @@ class Workers:
 
     def wait_for_one(self, timeout: float = WAIT_FOR_WORKER) -> None:
         """Return once a worker has its sandbox; GradingError when every worker refused, or none came in time."""
-        from .source import GradingError
+        from ..discover.assignment import GradingError
 
         deadline = time.monotonic() + timeout
         while True:
@@ -294,8 +294,8 @@ class DaskPool:
 
     def submit(self, task: Task) -> Future[Result]:
         """Read the notebook here (as a local run reads it), then send it to a worker with a free sandbox slot."""
+        from ..discover.submission import Unreadable
         from . import pipeline
-        from .submission import Unreadable
 
         ours: Future[Result] = Future()
         item = task.item
@@ -394,7 +394,7 @@ class Connection:
         self.thread.start()
 
     def _connect(self) -> None:
-        from .types import GRADER_VERSION
+        from ..types import GRADER_VERSION
 
         try:
             client, cluster = connect(self.target, self.jobs)
@@ -409,7 +409,7 @@ class Connection:
 
     def get(self) -> Client:
         """The connected client, once the workers have been asked to start their sandboxes; its error if it failed."""
-        from .source import GradingError
+        from ..discover.assignment import GradingError
 
         deadline = connect_deadline()
         self.thread.join(deadline)
@@ -480,7 +480,7 @@ def grade_on_cluster(todo: list[Task], shared: Shared, writer: Writer, connectio
     """Grade `todo` on the connection's cluster; the writer stores each group as it arrives."""
     from tqdm import tqdm
 
-    from .source import GradingError
+    from ..discover.assignment import GradingError
 
     if not todo:
         return []

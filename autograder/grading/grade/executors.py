@@ -7,9 +7,9 @@ import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Protocol
 
+from ..types import Result, Task
 from . import pipeline
 from .pipeline import Shared
-from .types import Result, Task
 
 
 class Executor(Protocol):

@@ -7,14 +7,14 @@ import secrets
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from .. import checks as catalog
-from .. import notebook
-from ..checks import FAILED, NOT_IMPLEMENTED, CheckResult, judge_checks
-from ..checks import messages as msg
-from ..checks.messages import MALFORMED_OBSERVATION
-from ..settings import Tolerance
+from ... import checks as catalog
+from ... import notebook
+from ...checks import FAILED, NOT_IMPLEMENTED, CheckResult, judge_checks
+from ...checks import messages as msg
+from ...checks.messages import MALFORMED_OBSERVATION
+from ...settings import Tolerance
+from ..discover.assignment import CheckCall
 from .channel import Violation
-from .source import CheckCall
 
 NUDGE = 1.0 + 2.0**-10  # about 0.1%: a real function barely notices; a table of the visible answers does
 _RANDOM = secrets.SystemRandom()  # nudges no one can predict, not even from a course's own feedback

@@ -13,7 +13,7 @@ from __future__ import annotations
 import importlib.util
 import sys
 
-from ..lean_imports import lazy_iri_grammar, on_first_use
+from ...lean_imports import lazy_iri_grammar, on_first_use
 
 
 def import_without_server_extensions() -> bool:

@@ -22,16 +22,16 @@ from typing import Any
 import nbformat
 from nbformat import NotebookNode
 
-from ..checks.messages import hint_level
-from ..settings import Limits, Tolerance
+from ...checks.messages import hint_level
+from ...settings import Limits, Tolerance
+from ..discover.assignment import NotebookSpec
+from ..discover.submission import Refused, Submission, Unreadable
+from ..feedback.safe_html import escape_markdown
+from ..finish.late import submission_time
+from ..types import Code, Graded, Item, Prepared, Reason, Result, Task
 from . import bounded, runner
 from .judge import stopped_output
-from .late import submission_time
-from .safe_html import escape_markdown
 from .sanitize import Sanitized, notebook_bytes, sanitize
-from .source import NotebookSpec
-from .submission import Refused, Submission, Unreadable
-from .types import Code, Graded, Item, Prepared, Reason, Result, Task
 
 Clock = Callable[[str, str, float], None]  # (notebook, stage, seconds): a profiler's, see benchmarks/profile_grade.py
 

@@ -13,17 +13,17 @@ import nbformat
 from nbformat import NotebookNode, from_dict
 from nbgrader import utils as nbutils
 
-from .. import notebook
-from ..settings import Limits, Tolerance
+from ... import notebook
+from ...settings import Limits, Tolerance
+from ..discover.assignment import NotebookSpec, SourceCell
+from ..feedback.safe_html import escape_markdown
+from ..store.gradebook import written_size
+from ..types import Graded
 from . import channel, sandbox
 from .channel import Violation
 from .judge import Unanswered, flag_output, judge_cell, stopped_output
-from .safe_html import escape_markdown
 from .sandbox import frames
 from .sanitize import Sanitized, redact_hidden_tests
-from .source import NotebookSpec, SourceCell
-from .store import written_size
-from .types import Graded
 
 GRACE = 5.0  # seconds the grader waits beyond a worker's own time limit before it kills the worker
 SEND_TIMEOUT = 10.0  # seconds a worker may take to read one request of the grader (a few hundred bytes)

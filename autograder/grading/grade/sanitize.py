@@ -11,11 +11,11 @@ import nbformat
 from nbformat import NotebookNode
 from nbgrader import utils as nbutils
 
-from ..settings import NOTEBOOK_DEPTH, NOTEBOOK_TEXT_CHARS, NOTEBOOK_VALUES
-from .submission import Refused, Submission, Unreadable
+from ...settings import NOTEBOOK_DEPTH, NOTEBOOK_TEXT_CHARS, NOTEBOOK_VALUES
+from ..discover.submission import Refused, Submission, Unreadable
 
 if TYPE_CHECKING:  # (the helper process that parses notebooks never loads nbgrader.api and SQLAlchemy)
-    from .source import NotebookSpec
+    from ..discover.assignment import NotebookSpec
 
 BEGIN_HIDDEN, END_HIDDEN = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
 HIDDEN_NOTE = "# (hidden tests: run by the grader, source not shown)\n"

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from ..checks.messages import METHOD_OF, MISCONCEPTIONS, at_level
-from ..lines import one_line
-from .page_policy import inert_page
+from ...checks.messages import METHOD_OF, MISCONCEPTIONS, at_level
+from ...lines import one_line
+from ..feedback.page_policy import inert_page
 
 REPORT_DIR = "reports"
 
@@ -190,7 +190,7 @@ def render_csv(rows: Sequence[NotebookResult]) -> str:
     buf = io.StringIO()
     w = csv.writer(buf)
     w.writerow(["misconception", "method", "students", "student_ids", "notebooks", "sentence"])
-    from .store import csv_text
+    from ..store.gradebook import csv_text
 
     for m in common_misconceptions(rows):
         w.writerow([*csv_text([m.id, m.method]), len(m.students), *csv_text([" ".join(m.students), " ".join(m.notebooks),
@@ -200,7 +200,7 @@ def render_csv(rows: Sequence[NotebookResult]) -> str:
 
 def write(course_root: Path, assignment: str, rows: Sequence[NotebookResult]) -> Path:
     """Write reports/<assignment>.html and reports/<assignment>-misconceptions.csv in the course; return the page."""
-    from .store import atomic_write, valid_text
+    from ..store.gradebook import atomic_write, valid_text
 
     folder = Path(course_root) / REPORT_DIR
     page = folder / f"{assignment}.html"

@@ -1,7 +1,7 @@
 """nbgrader plugins for an LMS (Canvas): its gradebook CSV as an export, its submissions download for zip_collect.
 
-    nbgrader export --exporter=autograder.lms.CanvasExportPlugin --to canvas-grades.csv
-    nbgrader zip_collect workbook --collector=autograder.lms.CanvasCollectorPlugin
+    nbgrader export --exporter=autograder.grading.outputs.lms.CanvasExportPlugin --to canvas-grades.csv
+    nbgrader zip_collect workbook --collector=autograder.grading.outputs.lms.CanvasCollectorPlugin
 
 Both match students through the roster: `nbgrader db student import roster.csv` with an `lms_user_id` column
 holding each student's Canvas user id.
@@ -17,7 +17,7 @@ from nbgrader.plugins import ExportPlugin
 from nbgrader.plugins.zipcollect import FileNameCollectorPlugin
 from traitlets import Dict, Unicode
 
-from .lines import one_line
+from ...lines import one_line
 
 # Canvas's gradebook CSV, as its Instructor Guide "How do I import grades in the Gradebook?"
 # (community.canvaslms.com/t5/Instructor-Guide/How-do-I-import-grades-in-the-Gradebook/ta-p/807) describes it and

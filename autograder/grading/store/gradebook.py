@@ -22,10 +22,10 @@ from nbgrader.api import Comment, Grade, Gradebook, MissingEntry, SubmittedAssig
 from sqlalchemy import bindparam, event, func, insert, select, update
 from sqlalchemy.engine import Engine
 
-from ..lines import one_line
-from .bounded import notebook_file
-from .source import GradingError
-from .types import Graded
+from ...lines import one_line
+from ..discover.assignment import GradingError
+from ..grade.bounded import notebook_file
+from ..types import Graded
 
 LOCK_FILE = ".autograder.lock"
 SECRET_FILE = ".autograder-secret"

@@ -16,7 +16,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from .types import Record
+from ..types import Record
 
 JOURNAL_FILE = ".autograder-journal.jsonl"
 COMPACT_AT = 4  # rewrite the journal when it holds this many lines per live record (and at least 1,000 lines)
@@ -91,7 +91,7 @@ class Journal:
         return self._fd
 
     def _rewrite(self) -> None:
-        from .store import atomic_write
+        from .gradebook import atomic_write
 
         atomic_write(self.path, b"".join(self._line(k, r) for k, r in self.records.items()))
         os.chmod(self.path, 0o600)

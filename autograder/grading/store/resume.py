@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .types import Record
+    from ..types import Record
 
 
 def autograded_digest(path: Path) -> str | None:

@@ -23,20 +23,20 @@ from pathlib import Path
 
 from nbgrader.api import Gradebook
 
-from ..lines import one_line
-from . import runner
-from .bounded import notebook_file
-from .executors import Executor
-from .formgrader import autograded_digest, flag_box
+from ...lines import one_line
+from ..discover.assignment import AssignmentSpec
+from ..discover.submission import Submission
+from ..feedback.safe_html import safe_notebook
+from ..finish.late import submission_time
+from ..grade import runner
+from ..grade.bounded import notebook_file
+from ..grade.executors import Executor
+from ..grade.pipeline import Clock, not_graded
+from ..grade.sandbox import UNSANDBOXED
+from ..types import Code, Graded, Reason, Record, Result, Row, Status, Task
+from .gradebook import BulkGradebook, Entry, atomic_write
 from .journal import Journal
-from .late import submission_time
-from .pipeline import Clock, not_graded
-from .safe_html import safe_notebook
-from .sandbox import UNSANDBOXED
-from .source import AssignmentSpec
-from .store import BulkGradebook, Entry, atomic_write
-from .submission import Submission
-from .types import Code, Graded, Reason, Record, Result, Row, Status, Task
+from .resume import autograded_digest, flag_box
 
 GROUP_SECONDS = 0.5  # how long the writer waits for more finished notebooks, to store them in one transaction
 FILE_THREADS = 2  # threads writing autograded notebooks while the gradebook transaction runs

@@ -66,7 +66,7 @@ def bwrap_argv(bwrap: str, staged: Path, control_fd: int) -> list[str]:
     python = inside_path(sys.executable)
     for key, value in {**ENVIRONMENT, "PATH": f"{os.path.dirname(python)}:/usr/local/bin:/usr/bin:/bin"}.items():
         argv += ["--setenv", key, value]
-    boot = (f"import sys; sys.path.insert(0, {INSIDE!r}); from autograder.grading.sandbox import forkserver; "
+    boot = (f"import sys; sys.path.insert(0, {INSIDE!r}); from autograder.grading.grade.sandbox import forkserver; "
             f"forkserver.serve({control_fd})")
     return [*argv, "--", python, "-I", "-c", boot]
 

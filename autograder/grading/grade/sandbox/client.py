@@ -392,7 +392,7 @@ class Unsandboxed:
     """--unsafe-no-sandbox: the worker as a plain forked process of the grader's user, in a temporary directory."""
 
     def __init__(self, start: dict[str, Any]) -> None:
-        from autograder.grading.worker import forkserver_context
+        from autograder.grading.grade.worker import forkserver_context
 
         ctx = forkserver_context()
         self.workdir = tempfile.mkdtemp(prefix="autograder-")
@@ -432,7 +432,7 @@ class Unsandboxed:
 
 def run_worker(conn: Connection, plan: dict[str, Any], workdir: str) -> None:
     """The unsandboxed worker's entry point."""
-    from autograder.grading.worker import child_main
+    from autograder.grading.grade.worker import child_main
 
     child_main(conn, plan, workdir)
 

@@ -138,7 +138,7 @@ def _learner(channel_fd: int, cgroup_fds: list[int], go: int, lib: Any) -> None:
             target = Path(SCRATCH, rel)
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(base64.b64decode(data))
-        from autograder.grading.worker import child_main
+        from autograder.grading.grade.worker import child_main
 
         child_main(conn, start["plan"], SCRATCH)
     except BaseException:
@@ -267,7 +267,7 @@ def serve(control_fd: int) -> None:
     t1 = time.perf_counter()
     if not error:
         try:
-            from autograder.grading.worker.preload import load
+            from autograder.grading.grade.worker.preload import load
 
             load(prepare_worker=True)
         except Exception as exc:

@@ -16,11 +16,11 @@ LIBRARIES = ("numpy", "matplotlib.pyplot", "IPython.core.interactiveshell", "tqd
 # The grader's code that runs next to learner code: no answers (the probes build graphs from a case and read numbers
 # back; the aids draw and plot). Packages are staged whole, modules one file each; every parent package's
 # __init__.py comes along. Nothing else of `autograder` exists inside the sandbox.
-PACKAGES = ("autograder.aids", "autograder.probes", "autograder.grading.worker")
-MODULES = ("autograder.settings", "autograder.grading.channel", "autograder.grading.sandbox.inside",
-           "autograder.grading.sandbox.linux", "autograder.grading.sandbox.forkserver")
+PACKAGES = ("autograder.aids", "autograder.probes", "autograder.grading.grade.worker")
+MODULES = ("autograder.settings", "autograder.grading.grade.channel", "autograder.grading.grade.sandbox.inside",
+           "autograder.grading.grade.sandbox.linux", "autograder.grading.grade.sandbox.forkserver")
 # Stand-ins staged in place of the real modules (the real ones hold the checks): module -> its source in the package.
-STANDINS = {"autograder": "grading/standin/__init__.py", "autograder.workbook": "grading/standin/workbook.py"}
+STANDINS = {"autograder": "grading/grade/standin/__init__.py", "autograder.workbook": "grading/grade/standin/workbook.py"}
 PRELOAD = (*LIBRARIES, *STANDINS, *PACKAGES, *MODULES)  # what the fork server imports before it says ready
 
 ENVIRONMENT = {  # everything a notebook's process sees of the environment

@@ -16,11 +16,11 @@ from .inside import MODULES, PACKAGES, STANDINS
 
 def package_root() -> Path:
     """The `autograder` package folder of this grader."""
-    return Path(__file__).resolve().parents[2]
+    return Path(__file__).resolve().parents[3]
 
 
 def _source(module: str) -> Path:
-    """A module's or package's path relative to the package root (autograder.grading.channel -> grading/channel.py)."""
+    """A module's or package's path relative to the package root (autograder.grading.grade.channel -> grading/grade/channel.py)."""
     return Path(*module.split(".")[1:])
 
 

@@ -2,7 +2,7 @@
 
 Staged by `sandbox.stage()` as `autograder/__init__.py`. Grade cells never call `check` while grading (the grader
 replaces them with its own protocol), so `check` here only says where the checks run. Importing any part of the
-grader (`autograder.catalog`, `autograder.check` as a module, `autograder.grading.runner`...) fails with
+grader (`autograder.catalog`, `autograder.check` as a module, `autograder.grading.grade.runner`...) fails with
 ImportError, and the attempt raises the audit event `autograder.grader_module`, which the worker reports.
 """
 

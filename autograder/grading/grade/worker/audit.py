@@ -47,7 +47,7 @@ def _runtime_dirs() -> tuple[str, ...]:
     paths = sysconfig.get_paths()
     dirs = {paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths}
     package = os.path.abspath(__file__)
-    for _ in range(4):  # autograder/grading/worker/audit.py -> autograder
+    for _ in range(4):  # autograder/grading/grade/worker/audit.py -> autograder
         package = os.path.dirname(package)
     dirs.add(package)  # the autograder package (in the sandbox: its staged worker side)
     return tuple(sorted(d.rstrip(os.sep) + os.sep for d in dirs))
