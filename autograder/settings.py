@@ -26,9 +26,9 @@ class Limits(Configurable):
     notebook_timeout = Float(300.0, help="Seconds one whole notebook may run while grading.").tag(config=True)
     memory_mb = Int(2048, help="Address-space cap of a grading worker, in MiB.").tag(config=True)
     output_bytes = Int(1_000_000, help="Bytes of output (as notebook JSON) a cell may leave while grading.").tag(config=True)
+    notebook_mb = Int(20, help="Largest submitted notebook file read, in MiB (a bigger one scores 0).").tag(config=True)
     notebook_output_bytes = Int(5_000_000, help="Bytes of output (as notebook JSON) all cells of a notebook may leave "
                                 "while grading; past it, outputs are dropped with a note.").tag(config=True)
-    notebook_mb = Int(20, help="Largest submitted notebook file read, in MiB (a bigger one scores 0).").tag(config=True)
     notebook_cells = Int(10_000, help="Most cells a submitted notebook may hold; more: not read, scored 0 and flagged "
                          "(checked on the file's bytes before it is parsed).").tag(config=True)
     read_timeout = Float(30.0, help="Seconds the grader may spend reading one submitted notebook (parse, bounds, "

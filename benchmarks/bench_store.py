@@ -76,7 +76,7 @@ def grade_templates(course: Path) -> tuple[Any, list[Any]]:
     from autograder.grading.discover.assignment import load_assignment
     from autograder.grading.grade import pipeline, sandbox
     from autograder.grading.grade.executors import LocalPool
-    from autograder.grading.store.gradebook import course_secret
+    from autograder.grading.store.files import course_secret
     from autograder.grading.types import Code, Item, Reason, Result, Task
     from autograder.settings import Limits, Tolerance, load_config
 
@@ -176,7 +176,7 @@ def compared(students: list[str], count: int) -> list[str]:
 
 def store_fast(db_url: str, root: Path, spec: Any, results: dict[str, Any]) -> tuple[float, list[Any]]:
     """The production writer, timed: (seconds, rows); then whether its cost per notebook grows with the cohort."""
-    from autograder.grading.store.gradebook import register_students
+    from autograder.grading.store.gradebook import GradebookWriter
     from autograder.grading.store.journal import Journal
     from autograder.grading.store.writer import Paths, Writer
 
@@ -187,15 +187,16 @@ def store_fast(db_url: str, root: Path, spec: Any, results: dict[str, Any]) -> t
         stages.setdefault(stage, []).append(seconds)
 
     t0 = time.perf_counter()
-    register_students(db_url, COURSE_ID, [t.item.student for t in tasks])
     journal = Journal(root, b"\0" * 32)
-    writer = Writer(db_url, COURSE_ID, ASSIGNMENT, spec,
-                    Paths(lambda s: root / "autograded" / s / ASSIGNMENT, root / "release" / ASSIGNMENT), journal, clock)
-    try:
-        rows = writer.run(tasks, Replay(dict(results)), progress=False)
-    finally:
-        writer.close()
-        journal.close()
+    with GradebookWriter.open(db_url, COURSE_ID, ASSIGNMENT) as gradebook:
+        gradebook.register_students([t.item.student for t in tasks])
+        writer = Writer(gradebook, spec, Paths(lambda s: root / "autograded" / s / ASSIGNMENT, root / "release" / ASSIGNMENT),
+                        journal, clock)
+        try:
+            rows = writer.run(tasks, Replay(dict(results)), progress=False)
+        finally:
+            writer.close()
+            journal.close()
     seconds = time.perf_counter() - t0
     print(f"writer: {len(writer.groups)} transactions, {max(writer.groups)} notebooks in the largest")
     fifth = max(1, len(tasks) // 5)
@@ -208,13 +209,16 @@ def store_fast(db_url: str, root: Path, spec: Any, results: dict[str, Any]) -> t
 
 
 def finish_fast(db_url: str, root: Path, base: Path, rows: list[Any]) -> float:
-    """The steps after grading (`batch.finish`: times and late penalties in bulk, other files), timed."""
+    """The steps after grading (`finish.steps.finish`: times and late penalties in bulk, other files), timed."""
     from nbgrader.coursedir import CourseDirectory
 
-    from autograder.grading import batch
+    from autograder.grading.discover.course import Course
+    from autograder.grading.finish.steps import finish
+    from autograder.grading.store.gradebook import GradebookWriter
 
     t0 = time.perf_counter()
-    batch.finish(batch.Course(CourseDirectory(config=late_config(root, db_url, base)), root), ASSIGNMENT, rows)
+    with GradebookWriter.open(db_url, COURSE_ID, ASSIGNMENT) as gradebook:
+        finish(Course(CourseDirectory(config=late_config(root, db_url, base)), root), ASSIGNMENT, rows, gradebook)
     return time.perf_counter() - t0
 
 
@@ -249,7 +253,7 @@ def store_plain(db_url: str, results: dict[str, Any], release: Path) -> None:
     from nbgrader.utils import parse_utc
 
     from autograder.grading.grade.pipeline import not_graded
-    from autograder.grading.store.resume import flag_box
+    from autograder.grading.store.gradebook import flag_box
     from autograder.grading.types import Code
 
     with Gradebook(db_url, COURSE_ID) as gb, warnings.catch_warnings():
@@ -422,7 +426,7 @@ def bench(args: argparse.Namespace, rec: Results) -> int:
                                          results, release, sample)
             rec.figure("sqlite_store_rate", args.notebooks / s_lite, "notebooks/s", "the writer into SQLite", 0)
             rec.figure("sqlite_finish_rate", args.notebooks / f_lite, "notebooks/s",
-                       "late penalties and other files (batch.finish), SQLite", 0)
+                       "late penalties and other files (finish.steps.finish), SQLite", 0)
             lines += [f"finish: {args.notebooks} notebooks in {f_lite:.2f} s: {args.notebooks / f_lite:.0f} "
                       "notebooks/s (sqlite)",
                       f"store: {args.notebooks} notebooks in {s_lite:.2f} s: {args.notebooks / s_lite:.0f} "
@@ -447,7 +451,7 @@ def bench(args: argparse.Namespace, rec: Results) -> int:
                 ok = ok and ok_pg
                 rec.figure("postgresql_store_rate", args.notebooks / s_pg, "notebooks/s", "the writer into PostgreSQL", 0)
                 rec.figure("postgresql_finish_rate", args.notebooks / f_pg, "notebooks/s",
-                           "late penalties and other files (batch.finish), PostgreSQL", 0)
+                           "late penalties and other files (finish.steps.finish), PostgreSQL", 0)
                 lines.insert(len(lines) // 2, f"finish: {args.notebooks} notebooks in {f_pg:.2f} s: "
                              f"{args.notebooks / f_pg:.0f} notebooks/s (postgresql)")
                 lines.append(f"store: {args.notebooks} notebooks in {s_pg:.2f} s: {args.notebooks / s_pg:.0f} "

@@ -11,8 +11,8 @@ import pytest
 import support
 from nbgrader.api import Gradebook
 
-from autograder.grading.batch import write_csv
 from autograder.grading.outputs.lms import CANVAS_IDENTITY, POINTS_POSSIBLE, CanvasCollectorPlugin, CanvasExportPlugin
+from autograder.grading.outputs.summary import write_csv
 from autograder.grading.types import Code, Reason, Row, Status
 
 

@@ -144,8 +144,7 @@ outputs_strategy = st.lists(st.one_of(
 def test_written_size_is_what_the_outputs_add_to_the_autograded_file(outputs: list[dict[str, Any]]) -> None:
     import copy
 
-    from autograder.grading.grade.bounded import notebook_file
-    from autograder.grading.store.gradebook import written_size
+    from autograder.grading.grade.bounded import notebook_file, written_size
 
     def file_of(outs: list[Any]) -> int:
         return len(notebook_file(nbformat.from_dict(nbformat.v4.new_notebook(

@@ -16,7 +16,7 @@ from autograder import checks as catalog
 from autograder.grading.grade import channel
 from autograder.grading.grade.channel import Reader, Violation
 from autograder.grading.grade.worker import Outputs
-from autograder.grading.store.gradebook import course_secret
+from autograder.grading.store.files import course_secret
 
 CAP = 10_000
 

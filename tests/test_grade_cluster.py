@@ -36,7 +36,7 @@ from support import NAMES, ROOT, VENV_BIN, Graded
 from autograder.grading import batch
 from autograder.grading.grade import sandbox
 from autograder.grading.grade.cluster import SandboxCheck
-from autograder.grading.store.gradebook import SECRET_FILE
+from autograder.grading.store.files import SECRET_FILE
 from autograder.grading.store.journal import JOURNAL_FILE, Journal
 from autograder.grading.store.writer import Writer
 from autograder.grading.types import GRADER_VERSION, Code, Row, Status
@@ -371,8 +371,8 @@ def test_cluster_with_unsafe_no_sandbox_is_refused_in_one_line(capsys):
 
 def test_an_unreachable_scheduler_is_a_one_line_grading_error():
     dask = pytest.importorskip("dask")
-    from autograder.grading.discover.assignment import GradingError
     from autograder.grading.grade.cluster import connect
+    from autograder.grading.types import GradingError
 
     with dask.config.set({"distributed.comm.timeouts.connect": "0.5s"}), pytest.raises(GradingError) as caught:
         connect("tcp://127.0.0.1:1", 0)
@@ -381,8 +381,8 @@ def test_an_unreachable_scheduler_is_a_one_line_grading_error():
 
 def test_a_cluster_class_that_cannot_be_loaded_is_a_one_line_grading_error():
     pytest.importorskip("distributed")
-    from autograder.grading.discover.assignment import GradingError
     from autograder.grading.grade.cluster import connect
+    from autograder.grading.types import GradingError
 
     with pytest.raises(GradingError, match=r"^--cluster no_such_module:SLURMCluster: cannot load SLURMCluster from no_such_module"):
         connect("no_such_module:SLURMCluster", 4)
@@ -405,8 +405,8 @@ def test_a_cluster_class_is_started_scaled_to_jobs_and_handed_back_for_closing()
 
 def test_a_missing_scheduler_file_is_named_as_such(tmp_path):
     pytest.importorskip("distributed")
-    from autograder.grading.discover.assignment import GradingError
     from autograder.grading.grade.cluster import connect
+    from autograder.grading.types import GradingError
 
     with pytest.raises(GradingError, match=r"^--cluster .*scheduler\.json: no such scheduler file"):
         connect(str(tmp_path / "scheduler.json"), 0)
@@ -534,8 +534,8 @@ def test_a_server_that_never_answers_is_a_one_line_grading_error_at_its_deadline
 
     import dask
 
-    from autograder.grading.discover.assignment import GradingError
     from autograder.grading.grade import cluster
+    from autograder.grading.types import GradingError
 
     with socket.create_server(("127.0.0.1", 0)) as silent, dask.config.set({"distributed.comm.timeouts.connect": "1s"}):
         target = f"tcp://127.0.0.1:{silent.getsockname()[1]}"  # takes the connection, never says a word (no scheduler)

@@ -24,14 +24,16 @@ from traitlets.config.loader import PyFileConfigLoader
 
 from autograder.grading import batch
 from autograder.grading.discover.assignment import NotebookSpec
+from autograder.grading.discover.fingerprint import fingerprint
 from autograder.grading.discover.submission import Refused, Submission
 from autograder.grading.feedback import safe_html
 from autograder.grading.feedback.redaction import RedactHiddenTests
 from autograder.grading.finish import late
 from autograder.grading.grade import pipeline
+from autograder.grading.grade.bounded import notebook_file
 from autograder.grading.grade.sanitize import HIDDEN_NOTE, notebook_bytes, replace_hidden
-from autograder.grading.outputs import class_report
-from autograder.grading.store.gradebook import csv_text, valid_text, write_notebook
+from autograder.grading.outputs import class_report, summary
+from autograder.grading.outputs.text import csv_text, valid_text
 from autograder.grading.types import Code, Item, Reason, Row, Status, Task
 from autograder.settings import Limits, Tolerance, load_config
 
@@ -135,8 +137,8 @@ def test_a_fifo_notebook_is_fingerprinted_and_refused_without_blocking(tmp_path:
     (folder / "02_values.ipynb").unlink()
     os.mkfifo(folder / "02_values.ipynb")
     spec = type("Spec", (), {"fingerprint": "s"})()
-    fp = _within(5, batch.fingerprint, folder / "02_values.ipynb", spec, "{}")
-    assert fp == batch.fingerprint(folder / "02_values.ipynb", spec, "{}")
+    fp = _within(5, fingerprint, folder / "02_values.ipynb", spec, "{}")
+    assert fp == fingerprint(folder / "02_values.ipynb", spec, "{}")
     with pytest.raises(Refused, match="FIFO"):
         notebook_bytes(Submission.scan(folder), "02_values", 2**20)
 
@@ -204,7 +206,7 @@ def test_the_summary_csv_holds_every_row_even_with_unencodable_text(tmp_path: Pa
     rows = _rows()
     for row in rows:
         batch.validate(row)
-    batch.write_csv(rows, str(path), "workbook")
+    summary.write_csv(rows, str(path), "workbook")
     data = path.read_bytes().decode("utf-8")  # csv's own line ends, \r\n, and no other line break
     assert data.endswith("\r\n") and "\n" not in data.replace("\r\n", "") and "\r" not in data.replace("\r\n", "")
     got = list(csv.DictReader(open(path, encoding="utf-8", newline="")))
@@ -215,8 +217,9 @@ def test_the_summary_csv_holds_every_row_even_with_unencodable_text(tmp_path: Pa
 
 def test_a_writer_that_dies_leaves_the_previous_summary_and_report(tmp_path: Path, monkeypatch) -> None:
     path = tmp_path / "summary.csv"
-    batch.write_csv(_rows()[:1], str(path), "workbook")
-    page = class_report.write(tmp_path, "workbook", _rows()[:1])
+    summary.write_csv(_rows()[:1], str(path), "workbook")
+    page = class_report.page_path(tmp_path, "workbook")
+    class_report.write(page, "workbook", _rows()[:1])
     before = (path.read_bytes(), page.read_bytes())
 
     def dies(*args, **kwargs):
@@ -224,23 +227,24 @@ def test_a_writer_that_dies_leaves_the_previous_summary_and_report(tmp_path: Pat
 
     monkeypatch.setattr(os, "fsync", dies)  # the temp file is written, then the disk fails before the rename
     with pytest.raises(OSError):
-        batch.write_csv(_rows(), str(path), "workbook")
+        summary.write_csv(_rows(), str(path), "workbook")
     with pytest.raises(OSError):
-        class_report.write(tmp_path, "workbook", _rows())
+        class_report.write(page, "workbook", _rows())
     assert (path.read_bytes(), page.read_bytes()) == before
     assert sorted(p.name for p in tmp_path.rglob("*.tmp")) == []
 
 
 def test_the_class_report_escapes_and_encodes_whatever_the_rows_hold(tmp_path: Path) -> None:
     rows = [Row("<script>alert(1)</script>\ud800", "02_values", 0, 5, Status.GRADED, misconceptions=["x<img>"])]
-    page = class_report.write(tmp_path, "workbook", rows).read_text(encoding="utf-8")
+    class_report.write(class_report.page_path(tmp_path, "workbook"), "workbook", rows)
+    page = class_report.page_path(tmp_path, "workbook").read_text(encoding="utf-8")
     assert "<script>alert" not in page and "&lt;script&gt;" in page and "<img>" not in page
 
 
 def test_a_notebook_with_a_lone_surrogate_in_an_output_is_written(tmp_path: Path) -> None:
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x", outputs=[
         nbformat.v4.new_output("stream", name="stdout", text="bad \ud800 text")])])
-    write_notebook(nb, tmp_path / "nb.ipynb")
+    (tmp_path / "nb.ipynb").write_bytes(notebook_file(nb)[0])  # the autograded file's bytes, as the writer stores them
     assert "bad \ufffd text" in (tmp_path / "nb.ipynb").read_text(encoding="utf-8")
 
 

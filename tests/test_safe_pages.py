@@ -312,7 +312,8 @@ class _Row:
 
 def test_the_class_report_carries_the_policy_and_escapes_every_name(tmp_path: Path) -> None:
     rows = [_Row(f'<img src="{CANARY}/x" onerror=alert(1)>', "02_<svg onload=alert(1)>", 1, 5, ["add.wrong_op"], True)]
-    written = class_report.write(tmp_path, "workbook", rows).read_text()
+    class_report.write(class_report.page_path(tmp_path, "workbook"), "workbook", rows)
+    written = class_report.page_path(tmp_path, "workbook").read_text()
     page = Elements(written)
     assert page_policy_of(page) == POLICY
     assert not page.of("img") and all(not k.startswith("on") for _, a in page.tags for k in a)

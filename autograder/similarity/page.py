@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..grading.store.gradebook import valid_text
+from ..grading.outputs.text import valid_text
 
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
 _TAG = re.compile("</?mark>")

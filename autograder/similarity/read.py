@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..grading.discover.submission import Submission, Unreadable
-from ..grading.store.gradebook import valid_text
+from ..grading.outputs.text import valid_text
 from .handout import Exercise, Handout, SimilarityError, cell_text, nbgrader_meta
 
 

@@ -2,38 +2,15 @@
 
 from __future__ import annotations
 
-import ast
 import hashlib
 from dataclasses import dataclass, field
 
 from nbgrader.api import Gradebook, MissingEntry
 
 from ... import checks as catalog
-
-
-def without_password(db_url: str, text: str | None = None) -> str:
-    """`text` (by default the gradebook's URL itself) as an error message may show it: the URL's password as ***."""
-    try:
-        from sqlalchemy.engine import make_url
-
-        url = make_url(db_url)
-    except Exception:  # not a URL SQLAlchemy can parse: show no credentials part at all
-        return (db_url.split("@", 1)[-1] if "@" in db_url else db_url) if text is None else text
-    if text is None:
-        return url.render_as_string(hide_password=True)
-    return text.replace(url.password, "***") if url.password else text
-
-
-class GradingError(Exception):
-    """A problem that stops the whole batch (bad assignment, missing gradebook); the message is one line."""
-
-
-@dataclass(frozen=True)
-class CheckCall:
-    """One `check("a", "b", hidden=True)` statement of a grade cell."""
-
-    names: tuple[str, ...]
-    hidden: bool
+from ...loader import CheckCall, only_check_calls
+from ..types import GradingError
+from .course import without_password
 
 
 @dataclass(frozen=True)
@@ -78,31 +55,6 @@ class AssignmentSpec:
     fingerprint: str
 
 
-def parse_check_calls(source: str) -> tuple[CheckCall, ...] | None:
-    """The check calls of a grade cell, or None unless the cell is only `check("name", ..., hidden=bool)` calls."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return None
-    calls: list[CheckCall] = []
-    for stmt in tree.body:
-        call = stmt.value if isinstance(stmt, ast.Expr) else None
-        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "check"):
-            return None
-        if not call.args or not all(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in call.args):
-            return None
-        names = tuple(a.value for a in call.args)  # type: ignore[attr-defined]
-        if any(n not in catalog.BY_NAME for n in names):
-            return None  # run as code: the kernel's KeyError is what plain nbgrader would record
-        hidden = False
-        for kw in call.keywords:
-            if kw.arg != "hidden" or not (isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, bool)):
-                return None
-            hidden = kw.value.value
-        calls.append(CheckCall(names, hidden))
-    return tuple(calls) or None
-
-
 def load_assignment(db_url: str, assignment: str) -> AssignmentSpec:
     """Read the assignment's source cells from the gradebook that `nbgrader generate_assignment` filled."""
     digest = hashlib.sha256()
@@ -120,7 +72,7 @@ def load_assignment(db_url: str, assignment: str) -> AssignmentSpec:
                 spec = NotebookSpec(nb.name)
                 for sc in nb.source_cells:  # in source order
                     grade = sc.name in points
-                    calls = parse_check_calls(sc.source) if grade and sc.cell_type == "code" else None
+                    calls = only_check_calls(sc.source, catalog.BY_NAME) if grade and sc.cell_type == "code" else None
                     spec.cells[sc.name] = SourceCell(sc.name, sc.cell_type, sc.source, sc.checksum or "", bool(sc.locked),
                                                      grade, sc.name in solutions, points.get(sc.name), calls)
                     digest.update(f"{nb.name}\0{sc.name}\0{sc.checksum}\0{points.get(sc.name)}\0{sc.source}\0".encode())

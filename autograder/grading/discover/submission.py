@@ -11,6 +11,7 @@ O_NONBLOCK and checks what it opened (a regular file, the one the scan saw), so 
 from __future__ import annotations
 
 import base64
+import datetime
 import os
 import stat
 from collections.abc import Iterator
@@ -172,3 +173,47 @@ class Submission:
                 continue
             out[rel] = base64.b64encode(data).decode("ascii")
         return out
+
+
+MAX_TIMESTAMP_BYTES = 4096  # nbgrader writes ~30 characters
+
+
+@dataclass(frozen=True)
+class SubmissionTime:
+    """A submission's time as `timestamp.txt` gives it: None when there is none; `problem` says why it is unreadable."""
+
+    when: datetime.datetime | None
+    problem: str = ""
+
+
+def submission_time(submission: Submission) -> SubmissionTime:
+    """`timestamp.txt` read as nbgrader reads it, without trusting it.
+
+    No file, or an empty one: no time (nbgrader warns and records none: on time). A file that is not a regular file of
+    the submission, not UTF-8 or not a date is where nbgrader would stop the whole run (its `get_existing_timestamp`
+    calls a `fail` that does not exist): here the notebook is graded with no time, as if the file were empty, and
+    `problem` (a flag for the row) says why.
+    """
+    name = "timestamp.txt"
+    try:
+        raw = submission.read(name, MAX_TIMESTAMP_BYTES)
+    except FileNotFoundError:
+        return SubmissionTime(None)
+    except (Unreadable, OSError) as exc:
+        return SubmissionTime(None, _unreadable(str(exc) if isinstance(exc, Unreadable) else f"{name}: {exc.strerror}"))
+    try:
+        text = raw.decode("utf-8").strip()
+    except UnicodeDecodeError:
+        return SubmissionTime(None, _unreadable(f"{name} is not UTF-8 text"))
+    if not text:
+        return SubmissionTime(None)
+    from nbgrader import utils as nbutils  # (only here: `similarity` reads submissions without nbgrader)
+
+    try:
+        return SubmissionTime(nbutils.parse_utc(text))
+    except Exception:  # ValueError, OverflowError...: whatever the parser says, the text is not a time nbgrader can use
+        return SubmissionTime(None, _unreadable(f"{name} holds {text[:40]!r}, not a date and time"))
+
+
+def _unreadable(why: str) -> str:
+    return f"submission time unreadable ({why}): graded as submitted on time, as with no timestamp.txt; check when it came in"

@@ -5,7 +5,7 @@ nbgrader reads `timestamp.txt` of each submission into the gradebook's submissio
 `LateSubmissionPlugin` with its `penalty_method`) for each submitted notebook's penalty, clamped to [0, score].
 Here the same classes are built from the same config, and applied after grading to every notebook of the batch, the
 skipped ones included (so that a due date, an extension or a plugin set after grading takes effect on re-run), many
-students a transaction through `store.BulkGradebook` (two queries and a few bulk UPDATEs, not nbgrader's ORM one
+students a transaction through `store.gradebook.GradebookWriter` (two queries and a few bulk UPDATEs, not nbgrader's ORM one
 notebook at a time): a student whose step fails says why in that student's rows, and the others go on. Filing is
 idempotent (each value is set from the inputs, never adjusted), so a run killed part-way and run again leaves the
 gradebook a run never killed leaves.
@@ -14,18 +14,14 @@ gradebook a run never killed leaves.
 from __future__ import annotations
 
 import datetime
-import warnings
 from dataclasses import dataclass, field
-from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, Protocol
 
-from nbgrader import utils as nbutils
-from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.coursedir import CourseDirectory
 
-from ..discover.submission import Submission, Unreadable
-from ..store.gradebook import BulkGradebook, Filed
+from ..discover.submission import Submission, SubmissionTime, submission_time
+from ..store.gradebook import Filed, GradebookWriter
 from ..types import Code
 
 
@@ -45,48 +41,6 @@ def _late_by(seconds: float) -> str:
     m, s = divmod(rest, 60)
     parts = [f"{d} d"] * bool(d) + [f"{h} h"] * bool(h) + [f"{m} min"] * bool(m and not d)
     return " ".join(parts) or f"{s} s"
-
-
-MAX_TIMESTAMP_BYTES = 4096  # nbgrader writes ~30 characters
-
-
-@dataclass(frozen=True)
-class SubmissionTime:
-    """A submission's time as `timestamp.txt` gives it: None when there is none; `problem` says why it is unreadable."""
-
-    when: datetime.datetime | None
-    problem: str = ""
-
-
-def submission_time(submission: Submission) -> SubmissionTime:
-    """`timestamp.txt` read as nbgrader reads it, without trusting it.
-
-    No file, or an empty one: no time (nbgrader warns and records none: on time). A file that is not a regular file of
-    the submission, not UTF-8 or not a date is where nbgrader would stop the whole run (its `get_existing_timestamp`
-    calls a `fail` that does not exist): here the notebook is graded with no time, as if the file were empty, and
-    `problem` (a flag for the row) says why.
-    """
-    name = "timestamp.txt"
-    try:
-        raw = submission.read(name, MAX_TIMESTAMP_BYTES)
-    except FileNotFoundError:
-        return SubmissionTime(None)
-    except (Unreadable, OSError) as exc:
-        return SubmissionTime(None, _unreadable(str(exc) if isinstance(exc, Unreadable) else f"{name}: {exc.strerror}"))
-    try:
-        text = raw.decode("utf-8").strip()
-    except UnicodeDecodeError:
-        return SubmissionTime(None, _unreadable(f"{name} is not UTF-8 text"))
-    if not text:
-        return SubmissionTime(None)
-    try:
-        return SubmissionTime(nbutils.parse_utc(text))
-    except Exception:  # ValueError, OverflowError...: whatever the parser says, the text is not a time nbgrader can use
-        return SubmissionTime(None, _unreadable(f"{name} holds {text[:40]!r}, not a date and time"))
-
-
-def _unreadable(why: str) -> str:
-    return f"submission time unreadable ({why}): graded as submitted on time, as with no timestamp.txt; check when it came in"
 
 
 @dataclass
@@ -114,7 +68,7 @@ class LatePenalties:
         self.coursedir = coursedir
         self.penalties: Any = None  # made at the first late notebook: nbgrader.preprocessors loads nbconvert (~0.6 s)
 
-    def apply(self, bulk: BulkGradebook, work: list[tuple[Submission, list[_Row]]]) -> tuple[list[Filing], dict[str, Exception]]:
+    def apply(self, bulk: GradebookWriter, work: list[tuple[Submission, list[_Row]]]) -> tuple[list[Filing], dict[str, Exception]]:
         """Each student's submission time and each of their notebooks' late penalty, written as nbgrader's
         `AssignLatePenalties` would leave them, as a few bulk statements in the open transaction (not committed);
         every row is flagged when its time cannot be read. Returns what was filed (`Filing.note` it once committed)
@@ -177,32 +131,3 @@ class LatePenalties:
                 filing.notes.append((row, _late_by(late), f"late by {_late_by(late)}: {what}"))
             filing.penalties[sn_id] = penalty
         return filing
-
-
-def grant_extension(coursedir: CourseDirectory, assignment: str, student: str, extension: datetime.timedelta) -> None:
-    """Give a student more time (replacing any earlier extension), as nbgrader's `Gradebook.grant_extension` does.
-
-    nbgrader keeps an extension on the student's submission row, which only grading creates; this creates the row
-    first (as `nbgrader autograde` would, without a timestamp) so that an extension can be granted before grading.
-    """
-    with Gradebook(coursedir.db_url, coursedir.course_id) as gb:
-        try:
-            gb.find_assignment(assignment)
-        except MissingEntry:
-            raise LookupError(f"assignment {assignment!r} is not in the gradebook: "
-                              f"run `nbgrader generate_assignment {assignment}` first") from None
-        try:
-            gb.find_student(student)
-        except MissingEntry:  # a mistyped id would become a student of the gradebook
-            if not (Path(coursedir.root) / coursedir.submitted_directory / student).is_dir():
-                raise LookupError(f"student {student!r} is not in the gradebook and has no submission: check the id, "
-                                  "or add the roster first (nbgrader db student import roster.csv)") from None
-            gb.update_or_create_student(student)
-        try:
-            gb.find_submission(assignment, student)
-        except MissingEntry:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # SQLAlchemy's autoflush notes from inside nbgrader's add_submission
-                gb.add_submission(assignment, student)
-        seconds = extension.total_seconds()
-        gb.grant_extension(assignment, student, minutes=seconds / 60)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import hashlib
+import json
 import os
 import pickle
 import resource
@@ -288,6 +289,22 @@ def render_flags(why: dict[int, str]) -> list[str]:
 
 
 _SURROGATES = {c: "\ufffd" for c in range(0xD800, 0xE000)}
+
+
+# (a code cell's outputs sit three levels deeper in the notebook's indented JSON: every line of them is that much longer)
+OUTPUTS_DEPTH = 3
+
+
+def written_size(outputs: list[Any]) -> int:
+    """The bytes a code cell's outputs take in the autograded notebook's file, as `notebook_file` writes them:
+    nbformat's JSON, indented a space a level, each multi-line text a list of its lines (compact JSON undercounts it
+    many times: a newline is 2 bytes there, ~10 here; a JSON list item 2, ~7)."""
+    from nbformat import from_dict
+    from nbformat.v4.rwbase import split_lines
+
+    cell = split_lines(from_dict({"cells": [{"cell_type": "code", "outputs": outputs}]})).cells[0]
+    text = json.dumps(cell.outputs, indent=1, sort_keys=True, separators=(",", ": "), ensure_ascii=False)
+    return len(text.encode("utf-8", "surrogatepass")) + OUTPUTS_DEPTH * text.count("\n")
 
 
 def notebook_file(nb: NotebookNode) -> tuple[bytes, str]:

@@ -12,8 +12,8 @@ from ... import notebook
 from ...checks import FAILED, NOT_IMPLEMENTED, CheckResult, judge_checks
 from ...checks import messages as msg
 from ...checks.messages import MALFORMED_OBSERVATION
+from ...loader import CheckCall
 from ...settings import Tolerance
-from ..discover.assignment import CheckCall
 from .channel import Violation
 
 NUDGE = 1.0 + 2.0**-10  # about 0.1%: a real function barely notices; a table of the visible answers does

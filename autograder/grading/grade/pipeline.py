@@ -25,9 +25,8 @@ from nbformat import NotebookNode
 from ...checks.messages import hint_level
 from ...settings import Limits, Tolerance
 from ..discover.assignment import NotebookSpec
-from ..discover.submission import Refused, Submission, Unreadable
+from ..discover.submission import Refused, Submission, Unreadable, submission_time
 from ..feedback.safe_html import escape_markdown
-from ..finish.late import submission_time
 from ..types import Code, Graded, Item, Prepared, Reason, Result, Task
 from . import bounded, runner
 from .judge import stopped_output

@@ -17,9 +17,9 @@ from ... import notebook
 from ...settings import Limits, Tolerance
 from ..discover.assignment import NotebookSpec, SourceCell
 from ..feedback.safe_html import escape_markdown
-from ..store.gradebook import written_size
 from ..types import Graded
 from . import channel, sandbox
+from .bounded import written_size
 from .channel import Violation
 from .judge import Unanswered, flag_output, judge_cell, stopped_output
 from .sandbox import frames

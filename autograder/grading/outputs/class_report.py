@@ -1,66 +1,26 @@
-"""The class report: one HTML page and one CSV per assignment, for the instructor ("what to re-teach on Monday").
+"""The class report: one HTML page per assignment, for the instructor ("what to re-teach on Monday").
 
-Score histograms per notebook (inline SVG, so the page needs no server and no other file),
-and the most common misconceptions behind failed checks, with counts and the students who hit them. The page carries
-the Content-Security-Policy every page a person opens does (page_policy.py: no script, no request to any server).
+The page is its `SECTIONS` in order, each a function of the rows that returns its HTML: score histograms per notebook
+(inline SVG, so the page needs no server and no other file), the most common misconceptions behind failed checks
+(`misconceptions`, also written as a CSV), and the students' table. A new section is one more function in the list.
+The page carries the Content-Security-Policy every page a person opens does (feedback/page_policy.py: no script, no
+request to any server).
 """
 
 from __future__ import annotations
 
-import csv
 import html
-import io
 import math
 from collections import Counter, defaultdict
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Protocol
 
-from ...checks.messages import METHOD_OF, MISCONCEPTIONS, at_level
 from ...lines import one_line
 from ..feedback.page_policy import inert_page
-
-REPORT_DIR = "reports"
-
-
-class NotebookResult(Protocol):
-    """What the batch knows of one student's notebook (batch.Row)."""
-
-    student: str
-    notebook: str
-    score: float
-    max_score: float
-    status: str
-    misconceptions: list[str]
-    late: str  # how late ("2 d 3 h"), "" when on time
-    attempted: bool  # False when every solution cell is as released
-
-
-@dataclass(frozen=True)
-class Misconception:
-    """One misconception as the class hit it."""
-
-    id: str
-    sentence: str
-    method: str
-    students: tuple[str, ...]
-    notebooks: tuple[str, ...]
-
-
-def common_misconceptions(rows: Sequence[NotebookResult]) -> list[Misconception]:
-    """Misconceptions by the number of students who hit them (most first), each student counted once."""
-    students: dict[str, set[str]] = defaultdict(set)
-    notebooks: dict[str, set[str]] = defaultdict(set)
-    for r in rows:
-        for m in r.misconceptions:
-            students[m].add(r.student)
-            notebooks[m].add(r.notebook)
-    ranked = sorted(students, key=lambda m: (-len(students[m]), m))
-    # the instructor's report: each sentence whole, its solution part included (messages.at_level)
-    return [Misconception(m, at_level(MISCONCEPTIONS.get(m, ""), "solution").replace("{name}", "a node"),
-                          METHOD_OF.get(m.split(".")[0], m.split(".")[0]),
-                          tuple(sorted(students[m])), tuple(sorted(notebooks[m]))) for m in ranked]
+from ..store.files import REPORT_DIR, atomic_write
+from ..types import Row
+from .misconceptions import common_misconceptions
+from .text import valid_text
 
 
 def _ticks(top: float, most: int = 10) -> list[float]:
@@ -125,19 +85,32 @@ def _esc(text: object) -> str:
     return html.escape(one_line(text), quote=True)
 
 
-def render_html(assignment: str, rows: Sequence[NotebookResult]) -> str:
-    """The whole page as one self-contained HTML string."""
-    by_notebook: dict[str, list[NotebookResult]] = defaultdict(list)
-    for r in rows:
-        by_notebook[r.notebook].append(r)
-    students = sorted({r.student for r in rows})
+def render_html(assignment: str, rows: Sequence[Row]) -> str:
+    """The whole page as one self-contained HTML string: a heading, then each of `SECTIONS` in order."""
+    students = {r.student for r in rows}
+    notebooks = {r.notebook for r in rows}
     parts = [f"<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'><title>Class report: {_esc(assignment)}</title>",
              "<style>body{font-family:sans-serif;max-width:1000px;margin:2em auto}table{border-collapse:collapse}"
              "td,th{border:1px solid #ccc;padding:4px 8px;vertical-align:top}th{background:#eee}"
              "figure{display:inline-block;margin:0 1em 1em 0}</style></head><body>",
              f"<h1>Class report: {_esc(assignment)}</h1>",
-             f"<p>{len(students)} students, {len(by_notebook)} notebooks.</p>",
-             "<h2>Scores per notebook</h2><div id='histograms'>"]
+             f"<p>{len(students)} students, {len(notebooks)} notebooks.</p>"]
+    parts += [section(rows) for section in SECTIONS]
+    parts.append("</body></html>\n")
+    return inert_page("\n".join(parts))
+
+
+def _by_notebook(rows: Sequence[Row]) -> dict[str, list[Row]]:
+    by_notebook: dict[str, list[Row]] = defaultdict(list)
+    for r in rows:
+        by_notebook[r.notebook].append(r)
+    return by_notebook
+
+
+def scores_section(rows: Sequence[Row]) -> str:
+    """A score histogram per notebook, the students who did not attempt it grey at 0."""
+    by_notebook = _by_notebook(rows)
+    parts = ["<h2>Scores per notebook</h2><div id='histograms'>"]
     for name in sorted(by_notebook):
         items = by_notebook[name]
         top = max((r.max_score for r in items), default=0.0)
@@ -147,7 +120,13 @@ def render_html(assignment: str, rows: Sequence[NotebookResult]) -> str:
         parts.append(f"<figure class='histogram' data-notebook='{_esc(name)}'>{svg}<figcaption>{_esc(name)}: "
                      f"mean {mean:.2f} of {top:g}" + (f"; {len(idle)} not attempted" if idle else "")
                      + "</figcaption></figure>")
-    parts.append("</div><h2>Most common misconceptions</h2>")
+    parts.append("</div>")
+    return "\n".join(parts)
+
+
+def misconceptions_section(rows: Sequence[Row]) -> str:
+    """The most common misconceptions behind failed checks, with counts, where, what to re-teach and who."""
+    parts = ["<h2>Most common misconceptions</h2>"]
     common = common_misconceptions(rows)
     if not common:
         parts.append("<p id='no-misconceptions'>No failed check pointed at a known misconception.</p>")
@@ -159,12 +138,15 @@ def render_html(assignment: str, rows: Sequence[NotebookResult]) -> str:
                          f"<td>{_esc(m.method)}<br><small>{_esc(', '.join(m.notebooks))}</small></td>"
                          f"<td>{_esc(m.sentence)}</td><td>{_esc(', '.join(m.students))}</td></tr>")
         parts.append("</tbody></table>")
-    parts += _submissions_table(students, by_notebook)
-    parts.append("</body></html>\n")
-    return inert_page("\n".join(parts))
+    return "\n".join(parts)
 
 
-def _submissions_table(students: list[str], by_notebook: dict[str, list[NotebookResult]]) -> list[str]:
+def students_section(rows: Sequence[Row]) -> str:
+    """Per student: each notebook's score (or "not attempted"), the total, and how late the work came in."""
+    return "\n".join(_submissions_table(sorted({r.student for r in rows}), _by_notebook(rows)))
+
+
+def _submissions_table(students: list[str], by_notebook: dict[str, list[Row]]) -> list[str]:
     """Per student: each notebook's score (or "not attempted"), the total, and how late the work came in."""
     names = sorted(by_notebook)
     cell = {(r.student, r.notebook): r for rows in by_notebook.values() for r in rows}
@@ -185,27 +167,16 @@ def _submissions_table(students: list[str], by_notebook: dict[str, list[Notebook
     return parts
 
 
-def render_csv(rows: Sequence[NotebookResult]) -> str:
-    """misconception, method, students (count), the students, the sentence; most common first."""
-    buf = io.StringIO()
-    w = csv.writer(buf)
-    w.writerow(["misconception", "method", "students", "student_ids", "notebooks", "sentence"])
-    from ..store.gradebook import csv_text
-
-    for m in common_misconceptions(rows):
-        w.writerow([*csv_text([m.id, m.method]), len(m.students), *csv_text([" ".join(m.students), " ".join(m.notebooks),
-                                                                            m.sentence])])
-    return buf.getvalue()
+Section = Callable[[Sequence[Row]], str]  # the rows -> the section's HTML (every learner text escaped)
+SECTIONS: list[Section] = [scores_section, misconceptions_section, students_section]
 
 
-def write(course_root: Path, assignment: str, rows: Sequence[NotebookResult]) -> Path:
-    """Write reports/<assignment>.html and reports/<assignment>-misconceptions.csv in the course; return the page."""
-    from ..store.gradebook import atomic_write, valid_text
+def page_path(course_root: Path, assignment: str) -> Path:
+    """Where the class report of an assignment is: reports/<assignment>.html in the course."""
+    return Path(course_root) / REPORT_DIR / f"{assignment}.html"
 
-    folder = Path(course_root) / REPORT_DIR
-    page = folder / f"{assignment}.html"
-    # each file whole or not at all (a run that dies leaves the previous one), from text every writer can encode (the
-    # CSV's cells are one line each already: its own line ends, \r\n, stay as the csv module wrote them)
-    atomic_write(page, valid_text(render_html(assignment, rows)).encode("utf-8"))
-    atomic_write(folder / f"{assignment}-misconceptions.csv", render_csv(rows).encode("utf-8"))
-    return page
+
+def write(path: Path, assignment: str, rows: Sequence[Row]) -> None:
+    """Write the page whole or not at all (a run that dies leaves the previous one), from text every writer can
+    encode."""
+    atomic_write(path, valid_text(render_html(assignment, rows)).encode("utf-8"))

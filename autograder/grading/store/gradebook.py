@@ -1,34 +1,31 @@
-"""Everything the grader writes but the resume journal: the gradebook rows, autograded notebooks, CSV text, the course
-secret and the course lock."""
+"""Every write of this grader to nbgrader's gradebook, in one place: `GradebookWriter`, which batch grading opens once per
+run and which alone writes the gradebook at its three moments:
+
+    before grading   the students the gradebook lacks (`register_students`), in the order nbgrader would add them
+    while grading    each group of notebooks' grades, comments, times and Flagged? boxes (`write`, in bulk)
+    after grading    submission times, late penalties and Flagged? boxes (`submissions_as_filed`, `file_late`)
+
+and the `extension` command's `grant_extension`. The rows are those `nbgrader autograde` writes, column for column."""
 
 from __future__ import annotations
 
 import contextlib
 import datetime
-import fcntl
-import json
-import os
-import secrets
 import sqlite3
-import tempfile
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import nbformat
 from nbgrader import utils as nbutils
 from nbgrader.api import Comment, Grade, Gradebook, MissingEntry, SubmittedAssignment, SubmittedNotebook, new_uuid
+from nbgrader.coursedir import CourseDirectory
 from sqlalchemy import bindparam, event, func, insert, select, update
 from sqlalchemy.engine import Engine
 
-from ...lines import one_line
-from ..discover.assignment import GradingError
-from ..grade.bounded import notebook_file
-from ..types import Graded
+from ..types import Graded, Record
 
-LOCK_FILE = ".autograder.lock"
-SECRET_FILE = ".autograder-secret"
 BUSY_TIMEOUT_MS = 60_000  # how long a write waits for a gradebook another program holds locked
 
 
@@ -39,142 +36,6 @@ def _busy_timeout(dbapi_connection: Any, _record: Any) -> None:
         dbapi_connection.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
 
 
-def course_secret(root: Path) -> bytes:
-    """The course's secret (32 random bytes, hex, mode 0600), created on the first `grade` and kept for every re-run.
-
-    It draws the hidden checks' inputs and authenticates the resume state; no grading worker can see it.
-    """
-    path = root / SECRET_FILE
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        return _read_secret(path)
-    with os.fdopen(fd, "w") as f:
-        f.write(secrets.token_hex(32) + "\n")
-        f.flush()
-        os.fsync(f.fileno())
-    return _read_secret(path)
-
-
-def _read_secret(path: Path) -> bytes:
-    try:
-        text = path.read_text().strip()
-        os.chmod(path, 0o600)
-    except OSError as exc:
-        raise GradingError(f"cannot read the course secret {path}: {exc.strerror}") from None
-    if len(text) != 64 or any(c not in "0123456789abcdef" for c in text):
-        raise GradingError(f"the course secret {path} is damaged (not 64 hex digits); restore it, or delete it to make "
-                           "a new one (the hidden checks' inputs will change)")
-    return bytes.fromhex(text)
-
-
-def atomic_write(path: Path, data: bytes, durable: bool = True) -> None:
-    """Write `data` to `path` so that a kill at any moment leaves the old file or the new one, never half of it;
-    `durable` also survives a power cut (fsync)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            if durable:
-                os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
-def valid_text(text: str) -> str:
-    """`text` with every lone surrogate (which no UTF-8 writer can encode: it came from a worker, or a file name that
-    is not UTF-8) replaced by U+FFFD, and NUL and the other control characters but tab and newline by U+FFFD too."""
-    text = str(text)
-    return text if text.isprintable() else text.translate(_INVALID)
-
-
-_INVALID = {c: "\ufffd" for c in [*range(0x20), 0x7F, *range(0xD800, 0xE000)] if chr(c) not in "\t\n"}
-FORMULA_START = ("=", "+", "-", "@", "\t", "\r")  # a spreadsheet reads a cell starting so as a formula
-
-
-def csv_text(cells: list[str]) -> list[str]:
-    """A CSV line's cells as safe text: one line each with nothing hidden (`one_line`: valid UTF-8 too), and a cell a
-    spreadsheet would run as a formula quoted with `'` (OWASP's advice; numbers are not touched)."""
-    out = []
-    for cell in cells:
-        cell = one_line(cell)
-        if cell.startswith(FORMULA_START) and not _number(cell):
-            cell = "'" + cell
-        out.append(cell)
-    return out
-
-
-def _number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
-
-
-# (a code cell's outputs sit three levels deeper in the notebook's indented JSON: every line of them is that much longer)
-OUTPUTS_DEPTH = 3
-
-
-def written_size(outputs: list[Any]) -> int:
-    """The bytes a code cell's outputs take in the autograded notebook's file, as `notebook_file` writes them:
-    nbformat's JSON, indented a space a level, each multi-line text a list of its lines (compact JSON undercounts it
-    many times: a newline is 2 bytes there, ~10 here; a JSON list item 2, ~7)."""
-    from nbformat.v4.rwbase import split_lines
-
-    cell = split_lines(nbformat.from_dict({"cells": [{"cell_type": "code", "outputs": outputs}]})).cells[0]
-    text = json.dumps(cell.outputs, indent=1, sort_keys=True, separators=(",", ": "), ensure_ascii=False)
-    return len(text.encode("utf-8", "surrogatepass")) + OUTPUTS_DEPTH * text.count("\n")
-
-
-def write_notebook(nb: nbformat.NotebookNode, path: Path) -> str:
-    """The autograded notebook, atomically; returns its SHA-256 (the resume record keeps it).
-
-    Not fsynced: after a power cut a notebook that is not the file recorded has another hash, and is regraded.
-    """
-    data, digest = notebook_file(nb)
-    atomic_write(path, data, durable=False)
-    return digest
-
-
-@contextlib.contextmanager
-def course_lock(root: Path) -> Iterator[None]:
-    """Hold the course's grading lock, or refuse at once when another grader holds it.
-
-    The lock file exists only while a grader holds it: the holder removes it before letting go, and a grader that
-    locked a file someone removed meanwhile (its inode is no longer the path's) locks the new one instead.
-    """
-    path = root / LOCK_FILE
-    while True:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            raise GradingError(f"another grader is already running on {root} (it holds {path}); wait for it to finish") from None
-        try:
-            same = os.stat(path).st_ino == os.fstat(fd).st_ino
-        except FileNotFoundError:
-            same = False
-        if same:
-            break
-        os.close(fd)  # the last holder removed it after we opened it: lock the file the path names now
-    try:
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode())
-        yield
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(path)  # still holding the lock: nobody else can have taken this file meanwhile
-        os.close(fd)  # closing releases the lock
-
-
 @dataclass
 class Entry:
     """One graded notebook's gradebook rows to write: its scores, comments, time and Flagged? box."""
@@ -183,7 +44,7 @@ class Entry:
     notebook: str
     graded: Graded
     timestamp: Any  # the submission's time as nbgrader reads timestamp.txt, or None
-    flagged: bool | None  # None leaves the formgrader's Flagged? box as it is (`formgrader.flag_box`)
+    flagged: bool | None  # None leaves the formgrader's Flagged? box as it is (`flag_box`)
 
 
 @dataclass
@@ -196,9 +57,20 @@ class Filed:
     notebooks: dict[str, tuple[str, float]]  # notebook name -> (submitted notebook id, its score)
 
 
-class BulkGradebook:
+def flag_box(flags: list[str], previous: Record | None) -> bool | None:
+    """The formgrader's Flagged? box (`SubmittedNotebook.flagged`) for a regraded notebook: True (tick it) when
+    FLAGGED, False (clear it) when this grader had set it and the notebook is no longer suspect, None (leave it:
+    a grader's own flag, set in the formgrader, is kept) otherwise."""
+    if flags:
+        return True
+    if previous and previous.flags:
+        return False
+    return None
+
+
+class GradebookWriter:
     """The rows `nbgrader autograde` writes (student's submission, its notebooks, auto scores and comments), for many
-    notebooks in one transaction, as a few bulk statements.
+    notebooks in one transaction, as a few bulk statements; the one writer of the gradebook (see the module docstring).
 
     The columns are those nbgrader's ORM writes: a new submission mirrors the whole assignment as `add_submission`
     does (a submitted notebook per notebook, a grade per grade and task cell, a comment per solution and task cell,
@@ -223,6 +95,28 @@ class BulkGradebook:
                 self.cell_names[cell.id] = cell.name
         self.submissions: dict[str, str] = {}  # student -> submitted_assignment id, committed
         self._new: dict[str, str] = {}  # made in this transaction
+
+    @classmethod
+    @contextlib.contextmanager
+    def open(cls, db_url: str, course_id: str, assignment: str) -> Iterator[GradebookWriter]:
+        """The gradebook of the course, open for this run's writes to the assignment's rows; closed at the end."""
+        with Gradebook(db_url, course_id) as gb:
+            yield cls(gb, assignment)
+
+    def register_students(self, students: list[str]) -> None:
+        """Add the students the gradebook lacks, in the given order, in one commit.
+
+        nbgrader's exports list students in the order they were added (their names are usually empty); plain nbgrader
+        adds them one submission after another, in order, while this grader stores notebooks as they finish.
+        """
+        from nbgrader.api import Student
+
+        db = self.gb.db
+        known = {sid for (sid,) in db.query(Student.id).all()}
+        for student in dict.fromkeys(students):
+            if student not in known:
+                db.add(Student(id=student))
+        self.commit()
 
     def write(self, entries: list[Entry]) -> None:
         """Every entry's rows, in the open transaction (MissingEntry: a grade cell the assignment does not have)."""
@@ -381,17 +275,30 @@ _UPDATE_PENALTY = (update(_NOTEBOOKS).where(_NOTEBOOKS.c.id == bindparam("row"))
 _UPDATE_FLAG = update(_NOTEBOOKS).where(_NOTEBOOKS.c.id == bindparam("row")).values(flagged=bindparam("flag"))
 
 
-def register_students(db_url: str, course_id: str, students: list[str]) -> None:
-    """Add the students the gradebook lacks, in the given order, in one commit.
+def grant_extension(coursedir: CourseDirectory, assignment: str, student: str, extension: datetime.timedelta) -> None:
+    """Give a student more time (replacing any earlier extension), as nbgrader's `Gradebook.grant_extension` does.
 
-    nbgrader's exports list students in the order they were added (their names are usually empty); plain nbgrader
-    adds them one submission after another, in order, while this grader stores notebooks as they finish.
+    nbgrader keeps an extension on the student's submission row, which only grading creates; this creates the row
+    first (as `nbgrader autograde` would, without a timestamp) so that an extension can be granted before grading.
     """
-    from nbgrader.api import Student
-
-    with Gradebook(db_url, course_id) as gb:
-        known = {sid for (sid,) in gb.db.query(Student.id).all()}
-        for student in dict.fromkeys(students):
-            if student not in known:
-                gb.db.add(Student(id=student))
-        gb.db.commit()
+    with Gradebook(coursedir.db_url, coursedir.course_id) as gb:
+        try:
+            gb.find_assignment(assignment)
+        except MissingEntry:
+            raise LookupError(f"assignment {assignment!r} is not in the gradebook: "
+                              f"run `nbgrader generate_assignment {assignment}` first") from None
+        try:
+            gb.find_student(student)
+        except MissingEntry:  # a mistyped id would become a student of the gradebook
+            if not (Path(coursedir.root) / coursedir.submitted_directory / student).is_dir():
+                raise LookupError(f"student {student!r} is not in the gradebook and has no submission: check the id, "
+                                  "or add the roster first (nbgrader db student import roster.csv)") from None
+            gb.update_or_create_student(student)
+        try:
+            gb.find_submission(assignment, student)
+        except MissingEntry:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # SQLAlchemy's autoflush notes from inside nbgrader's add_submission
+                gb.add_submission(assignment, student)
+        seconds = extension.total_seconds()
+        gb.grant_extension(assignment, student, minutes=seconds / 60)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..types import Record
+from .files import atomic_write
 
 JOURNAL_FILE = ".autograder-journal.jsonl"
 COMPACT_AT = 4  # rewrite the journal when it holds this many lines per live record (and at least 1,000 lines)
@@ -91,8 +92,6 @@ class Journal:
         return self._fd
 
     def _rewrite(self) -> None:
-        from .gradebook import atomic_write
-
         atomic_write(self.path, b"".join(self._line(k, r) for k, r in self.records.items()))
         os.chmod(self.path, 0o600)
         self._lines, self._torn = len(self.records), False

@@ -3,7 +3,8 @@
 A group is every result in within `GROUP_SECONDS` of the first. Storing it:
 1. its autograded notebooks are written to autograded/ by a small pool of threads (each file atomically; their
    bytes were made where the notebook was graded), meanwhile
-2. its gradebook rows are written in one transaction of bulk statements (`store.BulkGradebook`) and committed;
+2. its gradebook rows are written in one transaction of bulk statements (`gradebook.GradebookWriter`, the run's one
+   writer of the gradebook) and committed;
 3. once both are done, its resume records are appended to the journal in one write and one fsync.
 
 A kill before 2's commit leaves no row and no record of the group (regraded next time); between the commit and 3,
@@ -21,22 +22,20 @@ from concurrent.futures import ALL_COMPLETED, FIRST_COMPLETED, Future, ThreadPoo
 from dataclasses import dataclass
 from pathlib import Path
 
-from nbgrader.api import Gradebook
-
 from ...lines import one_line
 from ..discover.assignment import AssignmentSpec
-from ..discover.submission import Submission
+from ..discover.submission import Submission, submission_time
 from ..feedback.safe_html import safe_notebook
-from ..finish.late import submission_time
 from ..grade import runner
 from ..grade.bounded import notebook_file
 from ..grade.executors import Executor
 from ..grade.pipeline import Clock, not_graded
 from ..grade.sandbox import UNSANDBOXED
 from ..types import Code, Graded, Reason, Record, Result, Row, Status, Task
-from .gradebook import BulkGradebook, Entry, atomic_write
+from .files import atomic_write
+from .gradebook import Entry, GradebookWriter, flag_box
 from .journal import Journal
-from .resume import autograded_digest, flag_box
+from .resume import autograded_digest
 
 GROUP_SECONDS = 0.5  # how long the writer waits for more finished notebooks, to store them in one transaction
 FILE_THREADS = 2  # threads writing autograded notebooks while the gradebook transaction runs
@@ -53,9 +52,9 @@ class Paths:
 class Writer:
     """Stores graded notebooks: autograded files, gradebook rows and resume records (see the module docstring)."""
 
-    def __init__(self, db_url: str, course_id: str, assignment: str, spec: AssignmentSpec, paths: Paths,
-                 journal: Journal, clock: Clock | None = None) -> None:
-        self.db_url, self.course_id, self.assignment, self.spec = db_url, course_id, assignment, spec
+    def __init__(self, gradebook: GradebookWriter, spec: AssignmentSpec, paths: Paths, journal: Journal,
+                 clock: Clock | None = None) -> None:
+        self.gradebook, self.assignment, self.spec = gradebook, spec.name, spec
         self.paths, self.journal, self.clock = paths, journal, clock
         self.files = ThreadPoolExecutor(max_workers=FILE_THREADS, thread_name_prefix="autograded-files")
         self.groups: list[int] = []  # notebooks stored per transaction
@@ -87,23 +86,21 @@ class Writer:
                 flying[future] = task
 
         try:
-            with Gradebook(self.db_url, self.course_id) as gb:
-                bulk = BulkGradebook(gb, self.assignment)
-                fill()
-                while flying:
-                    done, _ = wait(flying, return_when=FIRST_COMPLETED)
-                    if flying.keys() - done:  # a moment for more to finish: one commit and one append for all
-                        done |= wait(flying.keys() - done, timeout=GROUP_SECONDS, return_when=ALL_COMPLETED)[0]
-                    group = []
-                    for future in done:
-                        task = flying.pop(future)
-                        try:
-                            group.append(future.result())
-                        except Exception as exc:  # a grader bug must not lose the rest of the batch
-                            group.append(Result(task, None, grader_error(exc)))
-                    fill()  # the executor gets its next notebooks before this thread stores: no worker waits for it
-                    rows += self.store(bulk, group)
-                    bar.update(len(group))
+            fill()
+            while flying:
+                done, _ = wait(flying, return_when=FIRST_COMPLETED)
+                if flying.keys() - done:  # a moment for more to finish: one commit and one append for all
+                    done |= wait(flying.keys() - done, timeout=GROUP_SECONDS, return_when=ALL_COMPLETED)[0]
+                group = []
+                for future in done:
+                    task = flying.pop(future)
+                    try:
+                        group.append(future.result())
+                    except Exception as exc:  # a grader bug must not lose the rest of the batch
+                        group.append(Result(task, None, grader_error(exc)))
+                fill()  # the executor gets its next notebooks before this thread stores: no worker waits for it
+                rows += self.store(group)
+                bar.update(len(group))
         except BaseException:
             executor.stop()
             runner.kill_all()
@@ -112,8 +109,9 @@ class Writer:
             bar.close()
         return rows
 
-    def store(self, bulk: BulkGradebook, group: list[Result]) -> list[Row]:
+    def store(self, group: list[Result]) -> list[Row]:
         """Store one group (see the module docstring); its rows."""
+        bulk = self.gradebook
         t0 = time.perf_counter()
         settled = [(result, *self._settle(result)) for result in group]
         storing = [(result, task, graded, row) for result, task, graded, row in settled if graded is not None]
