@@ -22,9 +22,9 @@ CAP = 10_000
 
 
 def wire(send) -> tuple[Reader, list[bytes]]:
-    """What a Writer puts on the wire for the messages `send(writer)` sends."""
+    """What a Sender puts on the wire for the messages `send(writer)` sends."""
     ours, theirs = multiprocessing.Pipe()
-    writer = channel.Writer(theirs)
+    writer = channel.Sender(theirs)
     send(writer)
     frames = []
     while ours.poll(0.1):

@@ -82,7 +82,7 @@ class Task:
 
 
 @dataclass
-class Prepared:
+class Submitted:
     """One notebook as read from its submission, with everything grading needs of the submission's files."""
 
     data: bytes  # the notebook file

@@ -19,7 +19,7 @@ from .fingerprint import Fingerprint, all_hashes, fingerprint, only
 from .handout import Exercise, Handout, SimilarityError
 from .page import Evidence, Side, render
 from .public import PublicSource, load_source
-from .read import Bounds, Work, printable, read_class
+from .read import Bounds, Answers, printable, read_class
 
 PRINTED = 20  # ranked lines printed at the end
 
@@ -30,7 +30,7 @@ class Report:
 
     assignment: str
     handout: Handout
-    works: list[Work]
+    works: list[Answers]
     prints: list[dict[Exercise, Fingerprint]]
     public: dict[str, PublicSource]
     public_prints: dict[str, Fingerprint]

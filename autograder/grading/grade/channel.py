@@ -58,7 +58,7 @@ def _c_encoder() -> Any:
 
 
 def _size(value: Any) -> int:
-    # (surrogatepass: a lone surrogate printed by learner code is measured here, and replaced by the Writer)
+    # (surrogatepass: a lone surrogate printed by learner code is measured here, and replaced by the Sender)
     return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass"))
 
 
@@ -106,7 +106,7 @@ def decode_request(data: bytes) -> dict[str, Any]:
 # ------------------------------------------------------------------ worker -> grader (built in the worker)
 
 
-class Writer:
+class Sender:
     """The worker's end of the channel: every message numbered and written whole, one at a time.
 
     The encoder and the write are taken when the worker starts (C functions, framed as multiprocessing's

@@ -6,7 +6,7 @@ worker resource `autograder-sandbox`, which a worker gives itself only once its 
 `SandboxCheck` plugin): a worker that cannot sandbox learner code gets no task, and so never sees the secret.
 The scheduler re-runs the notebook of a worker that dies (`distributed.scheduler.allowed-failures`); the driver
 takes exactly one result per notebook and alone writes the gradebook, the autograded notebooks and the resume
-journal (`writer.Writer`, the same writer as a local run's).
+journal (`store.writer.Writer`, the same writer as a local run's).
 
 `DaskPool` is the executor: the driver runs `pipeline.READ` (the course folder is there), a worker runs
 `pipeline.GRADE` in its own long-lived sandbox (warm across notebooks). What every notebook shares (`Shared`: the
@@ -83,11 +83,11 @@ def grade_job(job: Job, shared: Shared) -> Result:
     """On a worker: `pipeline.GRADE` in this worker's sandbox; an unreadable notebook's result says why."""
     from pathlib import Path
 
-    from ..types import Item, Prepared, Task
+    from ..types import Item, Submitted, Task
     from . import pipeline
 
     task = Task(Item(job.student, job.notebook, Path(f"{job.notebook}.ipynb")), "")  # the driver knows the real one
-    work = pipeline.Work(task.item, Prepared(job.data, job.files, list(job.flags)))
+    work = pipeline.Work(task.item, Submitted(job.data, job.files, list(job.flags)))
     first, rest = pipeline.GRADE[:1], pipeline.GRADE[1:]  # parse_notebook: bytes that are no notebook need no sandbox
     result = pipeline.grade(task, shared, first, work)
     if result.graded is None and result.why is not None:
@@ -309,8 +309,8 @@ class DaskPool:
             ours.set_result(Result(task, None, Reason(Code.GRADER_ERROR, f"grader error {type(exc).__name__}: {exc}"),
                                    timestamp=work.timestamp))
             return ours
-        assert work.prepared is not None
-        job = Job(item.student, item.notebook, work.prepared.data, work.prepared.files, tuple(work.prepared.flags))
+        assert work.submitted is not None
+        job = Job(item.student, item.notebook, work.submitted.data, work.submitted.files, tuple(work.submitted.flags))
         future = self.client.submit(grade_task, job, self.run, resources={RESOURCE: 1}, retries=RETRIES, pure=False,
                                     key=f"grade-{self.assignment}/{item.label}-{self.run}")
         with self.lock:

@@ -8,7 +8,7 @@
 Each step takes the notebook's `Work` and the assignment's `Shared` settings and fills in one field of the work.
 A step raises `Unreadable` when the notebook cannot be graded; `grade` turns that into the task's `Result`.
 Every step is timed through `Shared.clock` when one is given (benchmarks/profile_grade.py), nothing patched.
-After the steps, the one writer (`writer.Writer`) stores the result.
+After the steps, the one writer (`store.writer.Writer`) stores the result.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from ...settings import Limits, Tolerance
 from ..discover.assignment import NotebookSpec
 from ..discover.submission import Refused, Submission, Unreadable, submission_time
 from ..feedback.safe_html import escape_markdown
-from ..types import Code, Graded, Item, Prepared, Reason, Result, Task
+from ..types import Code, Graded, Item, Submitted, Reason, Result, Task
 from . import bounded, runner
 from .judge import stopped_output
 from .sanitize import Sanitized, notebook_bytes, sanitize
@@ -67,7 +67,7 @@ class Work:
     """One notebook part-way through the steps: each step fills in the next field."""
 
     item: Item
-    prepared: Prepared | None = None  # read_submission
+    submitted: Submitted | None = None  # read_submission
     timestamp: str | None = None  # read_submission: the submission's time
     nb: NotebookNode | None = None  # parse_notebook
     sanitized: Sanitized | None = None  # sanitize_notebook
@@ -81,30 +81,30 @@ def read_submission(work: Work, shared: Shared) -> None:
     data = notebook_bytes(submission, work.item.notebook, shared.limits.notebook_mb * 2**20)
     files = submission.other_files()
     others = {rel for rel in submission.refused if not rel.endswith(".ipynb")}
-    work.prepared = Prepared(data, files, submission.flags(others))
+    work.submitted = Submitted(data, files, submission.flags(others))
 
 
 def parse_notebook(work: Work, shared: Shared) -> None:
     """The notebook's bytes as a notebook, read in a bounded helper (Unreadable when they are not one; Refused past a
     bound on its shape or the time to read it)."""
-    assert work.prepared is not None
-    work.nb = bounded.read(work.prepared.data, shared.limits)
+    assert work.submitted is not None
+    work.nb = bounded.read(work.submitted.data, shared.limits)
 
 
 def sanitize_notebook(work: Work, shared: Shared) -> None:
     """nbgrader's sanitize steps: outputs cleared, test cells restored, metadata checked; refused files flagged first."""
-    assert work.nb is not None and work.prepared is not None
+    assert work.nb is not None and work.submitted is not None
     work.sanitized = sanitize(work.nb, shared.notebooks[work.item.notebook], shared.others(work.item.notebook))
-    work.sanitized.flags[:0] = list(work.prepared.flags)
+    work.sanitized.flags[:0] = list(work.submitted.flags)
 
 
 def execute_and_judge(work: Work, shared: Shared) -> None:
     """Run the cells in a sandboxed worker; judge each grade cell here, outside the sandbox; score as nbgrader does."""
-    assert work.sanitized is not None and work.prepared is not None
+    assert work.sanitized is not None and work.submitted is not None
     clock, name = shared.clock, work.item.notebook
     with hint_level(shared.hints):  # the grade cells are judged in this thread, inside runner.execute
         work.graded = runner.execute(work.sanitized, shared.notebooks[name], shared.limits, shared.tolerance,
-                                     work.prepared.files, shared.secret,
+                                     work.submitted.files, shared.secret,
                                      None if clock is None else lambda stage, seconds: clock(name, stage, seconds))
 
 

@@ -17,7 +17,7 @@ from .prepared import ProbeKit
 from .shell import run_cell
 
 
-def answer_checks(conn: Connection, writer: channel.Writer, shell: Any, limits: Any, kit: ProbeKit, guard: Guard) -> None:
+def answer_checks(conn: Connection, writer: channel.Sender, shell: Any, limits: Any, kit: ProbeKit, guard: Guard) -> None:
     """Serve the grader's requests at a grade cell until it says resume; then report any tampering by the probes' calls."""
     missing_targets, observe = kit.missing_targets, kit.observe
     while True:
@@ -54,7 +54,7 @@ def child_main(conn: Connection, plan: dict[str, Any], workdir: str) -> None:
     limits = Limits(**plan["limits"])
     outputs.limit, outputs.notebook_limit = limits.output_bytes, limits.notebook_output_bytes
     confine(limits, workdir)
-    writer = channel.Writer(conn)
+    writer = channel.Sender(conn)
     guard.watch(writer, kit, conn, guard)
     install_audit_hook(writer.audit)  # last: from here on, every audited event of learner code is reported
     for index, cell in enumerate(plan["cells"]):

@@ -23,7 +23,7 @@ def make_shell(outputs: Outputs) -> Any:
     from IPython.core.interactiveshell import InteractiveShell
     from traitlets.config import Config
 
-    class Hook(DisplayHook):
+    class CellDisplayHook(DisplayHook):
         def write_output_prompt(self) -> None:
             pass
 
@@ -52,7 +52,7 @@ def make_shell(outputs: Outputs) -> Any:
     # Figures are shown by their text (`<Figure size ... with 1 Axes>`), never drawn: no grade depends on a picture,
     # and rendering a PNG took more time than anything else in a plotting cell (~0.2 s a figure).
     config.InlineBackend.figure_formats = set()
-    shell = Shell.instance(config=config, displayhook_class=Hook, display_pub_class=Publisher, colors="NoColor")
+    shell = Shell.instance(config=config, displayhook_class=CellDisplayHook, display_pub_class=Publisher, colors="NoColor")
     # Python's plain traceback (file, line, code): the default "Context" mode took 15-30 ms per error, and a blank
     # notebook raises in every exercise cell.
     shell.InteractiveTB.set_mode("Plain")
