@@ -19,7 +19,7 @@ from .fingerprint import Fingerprint, all_hashes, fingerprint, only
 from .handout import Exercise, Handout, SimilarityError
 from .page import Evidence, Side, render
 from .public import PublicSource, load_source
-from .read import Bounds, Answers, printable, read_class
+from .read import Answers, Bounds, printable, read_class
 
 PRINTED = 20  # ranked lines printed at the end
 

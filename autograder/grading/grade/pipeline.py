@@ -27,7 +27,7 @@ from ...settings import Limits, Tolerance
 from ..discover.assignment import NotebookSpec
 from ..discover.submission import Refused, Submission, Unreadable, submission_time
 from ..feedback.safe_html import escape_markdown
-from ..types import Code, Graded, Item, Submitted, Reason, Result, Task
+from ..types import Code, Graded, Item, Reason, Result, Submitted, Task
 from . import bounded, runner
 from .judge import stopped_output
 from .sanitize import Sanitized, notebook_bytes, sanitize
