@@ -14,7 +14,7 @@ if __name__ == "__main__":  # grading workers re-import the main module under an
 
             HELPERS.warm()
         if "--unsafe-no-sandbox" in sys.argv:
-            from .grading.grade.worker import forkserver_context
+            from .grading.grade.sandbox.client import forkserver_context
 
             forkserver_context(start=True)
         elif any(arg == "--cluster" or arg.startswith("--cluster=") for arg in sys.argv):

@@ -168,9 +168,9 @@ def grade_command(args: argparse.Namespace) -> int:
     for text in options.shown:
         print(text)
     if args.cluster is None:  # (a cluster's workers run their own sandboxes)
-        from .grading.grade import sandbox
+        from .grading.grade.sandbox.client import MODE
 
-        print(sandbox.MODE.describe())
+        print(MODE.describe())
     for path in options.written:
         print(f"wrote {path}")
     return 0
@@ -318,7 +318,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return similarity_command(args)
         if args.command == "grade":
             # nbgrader takes seconds to import, and `check` (a learner's every keystroke) never needs it
-            from .grading.grade.sandbox import Unavailable
+            from .grading.grade.sandbox.client import Unavailable
             from .grading.types import GradingError
 
             try:

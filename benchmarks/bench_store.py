@@ -74,8 +74,9 @@ class Replay:
 def grade_templates(course: Path) -> tuple[Any, list[Any]]:
     """The assignment's spec and the real results of grading the course's three students (plus the not-graded kinds)."""
     from autograder.grading.discover.assignment import load_assignment
-    from autograder.grading.grade import pipeline, sandbox
+    from autograder.grading.grade import pipeline
     from autograder.grading.grade.executors import LocalPool
+    from autograder.grading.grade.sandbox import client
     from autograder.grading.store.files import course_secret
     from autograder.grading.types import Code, Item, Reason, Result, Task
     from autograder.settings import Limits, Tolerance, load_config
@@ -85,8 +86,8 @@ def grade_templates(course: Path) -> tuple[Any, list[Any]]:
     shared = pipeline.Shared(spec.notebooks, Limits(config=config), Tolerance(config=config), course_secret(course))
     tasks = [Task(Item(s.name, nb, s / ASSIGNMENT / f"{nb}.ipynb"), "fp") for s in sorted((course / "submitted").iterdir())
              for nb in spec.notebooks]
-    with sandbox.MODE.using(False):
-        sandbox.MODE.ready()
+    with client.MODE.using(False):
+        client.MODE.ready()
         pool = LocalPool(shared, 2)
         try:
             results = [f.result() for f in [pool.submit(t) for t in tasks]]

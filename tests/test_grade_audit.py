@@ -26,7 +26,8 @@ import json, sys
 from autograder.checks import run_checks
 from autograder.cli import select_checks
 from autograder.grading.grade.worker.audit import install_audit_hook
-from autograder.grading.grade.worker import Outputs, make_shell, run_cell
+from autograder.grading.grade.worker.outputs import Outputs
+from autograder.grading.grade.worker.shell import make_shell, run_cell
 
 reports = []
 outputs = Outputs(10**7)

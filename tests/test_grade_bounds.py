@@ -16,10 +16,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autograder.grading.grade import channel, runner, sandbox
+from autograder.grading.grade import channel, runner
 from autograder.grading.grade.channel import Violation
+from autograder.grading.grade.sandbox import client
 from autograder.grading.grade.sandbox.frames import Channel
-from autograder.grading.grade.worker import Outputs, _Stream
+from autograder.grading.grade.worker.outputs import Outputs, _Stream
 from autograder.settings import Limits, Tolerance
 
 
@@ -51,7 +52,7 @@ class ForgedWorker:
 @pytest.fixture
 def forged(monkeypatch: pytest.MonkeyPatch) -> ForgedWorker:
     worker = ForgedWorker()
-    monkeypatch.setattr(sandbox.MODE, "launch", lambda plan, files: worker)
+    monkeypatch.setattr(client.MODE, "launch", lambda plan, files: worker)
     return worker
 
 
@@ -177,7 +178,7 @@ def test_a_spawn_that_times_out_is_retried_and_the_sandbox_is_kept_while_it_answ
         def launch(self, start: dict[str, Any]) -> str:
             self.launches += 1
             if self.launches == 1:
-                raise sandbox.SpawnTimeout("the sandbox did not start a worker within 10 s")
+                raise client.SpawnTimeout("the sandbox did not start a worker within 10 s")
             return "worker"
 
         def ping(self) -> bool:
@@ -186,18 +187,18 @@ def test_a_spawn_that_times_out_is_retried_and_the_sandbox_is_kept_while_it_answ
         def close(self) -> None:
             self.closed = True
 
-    pool = sandbox.Pool()
+    pool = client.Pool()
     box = SlowBox()
     monkeypatch.setattr(pool, "current", lambda: box)
     assert pool.launch({}) == "worker" and box.launches == 2 and not box.closed  # classmates' workers keep running
 
     class FailingBox(SlowBox):
         def launch(self, start: dict[str, Any]) -> str:
-            raise sandbox.SandboxFailed("the notebook's namespaces could not be set up")
+            raise client.SandboxFailed("the notebook's namespaces could not be set up")
 
     failing = FailingBox()
     monkeypatch.setattr(pool, "current", lambda: failing)
-    with pytest.raises(sandbox.SandboxFailed):
+    with pytest.raises(client.SandboxFailed):
         pool.launch({})  # this notebook only: 0 with the reason
     assert not failing.closed
 

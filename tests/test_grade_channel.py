@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from autograder import checks as catalog
 from autograder.grading.grade import channel
 from autograder.grading.grade.channel import Reader, Violation
-from autograder.grading.grade.worker import Outputs
+from autograder.grading.grade.worker.outputs import Outputs
 from autograder.grading.store.files import course_secret
 
 CAP = 10_000

@@ -34,8 +34,8 @@ import pytest
 from support import NAMES, ROOT, VENV_BIN, Graded
 
 from autograder.grading import batch
-from autograder.grading.grade import sandbox
 from autograder.grading.grade.cluster import SandboxCheck
+from autograder.grading.grade.sandbox import bwrap, client
 from autograder.grading.store.files import SECRET_FILE
 from autograder.grading.store.journal import JOURNAL_FILE, Journal
 from autograder.grading.store.writer import Writer
@@ -124,7 +124,7 @@ def _kill_driver_after_first_store(course: Path, config: Path, address: str) -> 
             time.sleep(0.05)
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
-    stagings = [p.name for p in Path(tempfile.gettempdir()).glob(f"{sandbox.STAGING_PREFIX}{proc.pid}-*")]
+    stagings = [p.name for p in Path(tempfile.gettempdir()).glob(f"{client.STAGING_PREFIX}{proc.pid}-*")]
     secret = bytes.fromhex((course / SECRET_FILE).read_text().strip())
     stored = {k.removeprefix(f"{ASSIGNMENT}/") for k in Journal(course, secret).records}
     assert 0 < len(stored) < len(STUDENTS) * len(NAMES), f"the driver was not killed mid-run:\n{log.read_text()[-3000:]}"
@@ -161,7 +161,7 @@ def _generate(config_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def scenario(graded: Graded, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scenario]:
-    reason = sandbox.unavailable_reason()
+    reason = bwrap.unavailable_reason()
     if reason:
         _unavailable(reason)
     try:
@@ -432,9 +432,9 @@ def test_a_worker_whose_sandbox_is_gone_for_good_gives_the_notebook_back_instead
     from autograder.grading.grade import cluster
 
     def gone() -> None:
-        raise sandbox.Unavailable("bubblewrap is not installed")
+        raise client.Unavailable("bubblewrap is not installed")
 
-    monkeypatch.setattr(sandbox.MODE.pool, "current", gone)
+    monkeypatch.setattr(client.MODE.pool, "current", gone)
     with pytest.raises(cluster.SandboxLost, match="cannot start again: bubblewrap is not installed"):
         empty = nbformat.writes(nbformat.v4.new_notebook()).encode()
         cluster.grade_job(cluster.Job("ada", "engine", empty, {}), _shared())

@@ -11,7 +11,7 @@ from nbgrader.coursedir import CourseDirectory
 
 from autograder.grading.discover.submission import Submission
 from autograder.grading.finish.other_files import copy_other_files
-from autograder.grading.grade import sandbox
+from autograder.grading.grade.sandbox import client
 from autograder.settings import OTHER_FILES_BYTES, OTHER_FILES_COUNT
 
 
@@ -57,4 +57,4 @@ def test_files_past_the_count_are_refused_and_the_first_ones_copied(tmp_path: Pa
 
 
 def test_the_copy_and_the_worker_share_one_bound() -> None:
-    assert sandbox.MAX_FILES_BYTES == OTHER_FILES_BYTES
+    assert client.MAX_FILES_BYTES == OTHER_FILES_BYTES

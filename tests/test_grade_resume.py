@@ -17,7 +17,7 @@ import postgres_server
 import pytest
 import support
 
-from autograder.grading.grade.sandbox import STAGING_PREFIX
+from autograder.grading.grade.sandbox.client import STAGING_PREFIX
 from autograder.grading.store.files import LOCK_FILE, SECRET_FILE, course_lock
 from autograder.grading.store.journal import JOURNAL_FILE, Journal
 

@@ -27,11 +27,12 @@ from autograder.grading.discover.assignment import NotebookSpec
 from autograder.grading.discover.fingerprint import fingerprint
 from autograder.grading.discover.submission import Refused, Submission
 from autograder.grading.feedback import safe_html
+from autograder.grading.feedback.hidden_tests import HIDDEN_NOTE, replace_hidden
 from autograder.grading.feedback.redaction import RedactHiddenTests
 from autograder.grading.finish import late
 from autograder.grading.grade import pipeline
 from autograder.grading.grade.bounded import notebook_file
-from autograder.grading.grade.sanitize import HIDDEN_NOTE, notebook_bytes, replace_hidden
+from autograder.grading.grade.sanitize import notebook_bytes
 from autograder.grading.outputs import class_report, summary
 from autograder.grading.outputs.text import csv_text, valid_text
 from autograder.grading.types import Code, Item, Reason, Row, Status, Task

@@ -27,9 +27,10 @@ from .discover.assignment import load_assignment
 from .discover.course import Course, named, unnamed_rows
 from .discover.fingerprint import settings_text, tasks
 from .finish.steps import finish
-from .grade import bounded, sandbox
+from .grade import bounded
 from .grade.executors import LocalPool
 from .grade.pipeline import Clock, Shared
+from .grade.sandbox.client import MODE, UNSANDBOXED
 from .outputs.registry import Outcome, shown, write_outputs
 from .store.files import course_lock, course_secret
 from .store.gradebook import GradebookWriter
@@ -96,14 +97,14 @@ def run(options: Options) -> list[Row]:
         course = Course.open(options.config, options.course, options.looked_at)
         stack.enter_context(course_lock(course.root))
         if not options.cluster:
-            stack.enter_context(sandbox.MODE.using(options.unsafe_no_sandbox))
+            stack.enter_context(MODE.using(options.unsafe_no_sandbox))
             bounded.HELPERS.warm()
             stack.callback(bounded.HELPERS.close)
         rows = grade(options, course, limits, tolerance, jobs, cluster)
     rows.sort(key=lambda r: (r.student, r.notebook))
     if options.unsafe_no_sandbox:
         for row in rows:
-            row.add(Code.UNSANDBOXED, sandbox.UNSANDBOXED)
+            row.add(Code.UNSANDBOXED, UNSANDBOXED)
     for row in rows:
         validate(row)
     outcome = Outcome(course.root, options.assignment, rows, options.csv_path, options.students)
@@ -135,9 +136,9 @@ def grade(options: Options, course: Course, limits: Limits, tolerance: Tolerance
                               options.force)
     rows += skipped
     if not options.cluster and todo:
-        sandbox.MODE.ready()  # the reading above overlapped the sandbox's start; the gradebook is written only now
+        MODE.ready()  # the reading above overlapped the sandbox's start; the gradebook is written only now
     elif not options.cluster:  # nothing to grade: the sandbox warmed for nothing; stopped now, not after `finish`
-        sandbox.MODE.pool.close()
+        MODE.pool.close()
     with GradebookWriter.open(course.coursedir.db_url, course.coursedir.course_id, options.assignment) as gradebook:
         gradebook.register_students([t.item.student for t in todo])
         # grade, stored by the one writer
@@ -145,9 +146,11 @@ def grade(options: Options, course: Course, limits: Limits, tolerance: Tolerance
         writer = Writer(gradebook, spec, Paths(autograded, course.release(options.assignment)), journal, options.clock)
         try:
             if cluster is not None:
-                from .grade.cluster import grade_on_cluster
+                from .grade.cluster import dask_pool
 
-                rows += grade_on_cluster(todo, shared, writer, cluster, options.progress)
+                if todo:  # (nothing to grade: the workers are not waited for)
+                    with dask_pool(cluster, shared, options.assignment) as dask:
+                        rows += writer.run(todo, dask, options.progress, desc=f"grading {options.assignment} on the cluster")
             else:
                 pool = LocalPool(shared, jobs)
                 try:

@@ -13,7 +13,7 @@ from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor, Preprocessor
 from nbgrader.preprocessors import GetGrades
 from traitlets import Bool
 
-from ..grade.sanitize import HIDDEN_NOTE, replace_hidden
+from .hidden_tests import HIDDEN_NOTE, replace_hidden
 
 
 class RedactHiddenTests(Preprocessor):

@@ -6,7 +6,7 @@ worker resource `autograder-sandbox`, which a worker gives itself only once its 
 `SandboxCheck` plugin): a worker that cannot sandbox learner code gets no task, and so never sees the secret.
 The scheduler re-runs the notebook of a worker that dies (`distributed.scheduler.allowed-failures`); the driver
 takes exactly one result per notebook and alone writes the gradebook, the autograded notebooks and the resume
-journal (`store.writer.Writer`, the same writer as a local run's).
+journal (`store.writer.Writer`, the same writer as a local run's, through `dask_pool`).
 
 `DaskPool` is the executor: the driver runs `pipeline.READ` (the course folder is there), a worker runs
 `pipeline.GRADE` in its own long-lived sandbox (warm across notebooks). What every notebook shares (`Shared`: the
@@ -33,13 +33,15 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
+from collections.abc import Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ...lines import one_line  # standard library only
-from ..types import Code, Reason, Result
-from . import sandbox  # standard library only: a worker that cannot sandbox loads nothing else of the grader
+from ..types import Code, GradingError, Reason, Result
+from .sandbox.bwrap import unavailable_reason  # standard library only: a worker that cannot sandbox loads nothing else
+from .sandbox.client import MODE  # (standard library only too)
 
 try:
     from distributed import WorkerPlugin
@@ -49,8 +51,7 @@ except ImportError:  # the `cluster` extra is not installed: `connect` says so
 if TYPE_CHECKING:
     from distributed import Client
 
-    from ..store.writer import Writer
-    from ..types import Row, Task
+    from ..types import Task
     from .pipeline import Shared
 
 RESOURCE = "autograder-sandbox"  # held by a worker whose sandbox started; each grading task takes one unit
@@ -93,7 +94,7 @@ def grade_job(job: Job, shared: Shared) -> Result:
     if result.graded is None and result.why is not None:
         return result
     try:  # a worker whose sandbox died for good must not grade its notebooks 0: it gives them back, and its slots
-        sandbox.MODE.pool.current()
+        MODE.pool.current()
     except Exception as exc:
         _withdraw(one_line(exc)[:300] if str(exc) else type(exc).__name__)
         raise SandboxLost(f"the grading sandbox of this worker stopped and cannot start again: {exc}") from None
@@ -168,7 +169,7 @@ class SandboxCheck(WorkerPlugin):
         """Start the sandbox (or say why not) and set this worker's slots; runs on every worker, joining later too."""
         t0 = time.perf_counter()
         seconds: dict[str, float] = {}  # what this run's start cost here (a warm worker's is ~0): benchmarks read it
-        error = sandbox.unavailable_reason() or ""  # first: such a worker never loads the rest of the grader
+        error = unavailable_reason() or ""  # first: such a worker never loads the rest of the grader
         if not error:
             from ..types import GRADER_VERSION
 
@@ -176,13 +177,13 @@ class SandboxCheck(WorkerPlugin):
                 error = f"grader {GRADER_VERSION} here, {self.version} on the driver: install the same version"
         if not error:
             try:
-                sandbox.MODE.unsafe = False
-                starting = sandbox.MODE.pool.box is None  # (a worker's sandbox serves every run after its first)
-                sandbox.MODE.pool.warm()  # in the worker's long-lived event-loop thread: bwrap dies with its parent thread
+                MODE.unsafe = False
+                starting = MODE.pool.box is None  # (a worker's sandbox serves every run after its first)
+                MODE.pool.warm()  # in the worker's long-lived event-loop thread: bwrap dies with its parent thread
                 loop = asyncio.get_running_loop()
                 await loop.run_in_executor(None, load_grader)  # while the sandbox preloads, not in the first task
                 seconds["imports"] = time.perf_counter() - t0
-                box = await loop.run_in_executor(None, sandbox.MODE.pool.current)
+                box = await loop.run_in_executor(None, MODE.pool.current)
                 seconds["sandbox"] = box.started if starting else 0.0
             except Exception as exc:  # Unavailable, or anything else: this worker grades nothing
                 error = one_line(exc)[:300] if str(exc) else type(exc).__name__
@@ -195,8 +196,6 @@ class SandboxCheck(WorkerPlugin):
 
 def connect(target: str, jobs: int) -> tuple[Client, Any]:
     """A client of the cluster named by `target` (address, scheduler file, or module:Cluster configured by Dask's config)."""
-    from ..discover.assignment import GradingError
-
     try:
         from distributed import Client
     except ImportError:
@@ -254,8 +253,6 @@ class Workers:
 
     def wait_for_one(self, timeout: float = WAIT_FOR_WORKER) -> None:
         """Return once a worker has its sandbox; GradingError when every worker refused, or none came in time."""
-        from ..discover.assignment import GradingError
-
         deadline = time.monotonic() + timeout
         while True:
             self.poll(every=0.0)
@@ -409,8 +406,6 @@ class Connection:
 
     def get(self) -> Client:
         """The connected client, once the workers have been asked to start their sandboxes; its error if it failed."""
-        from ..discover.assignment import GradingError
-
         deadline = connect_deadline()
         self.thread.join(deadline)
         if self.thread.is_alive():  # a server that takes the connection and never answers (not a Dask scheduler)
@@ -476,24 +471,21 @@ def connection(target: str, jobs: int) -> Connection:
     return Connection(target, jobs)
 
 
-def grade_on_cluster(todo: list[Task], shared: Shared, writer: Writer, connection: Connection, progress: bool) -> list[Row]:
-    """Grade `todo` on the connection's cluster; the writer stores each group as it arrives."""
+@contextlib.contextmanager
+def dask_pool(connection: Connection, shared: Shared, assignment: str) -> Iterator[DaskPool]:
+    """The connection's cluster as an executor, once a worker has its sandbox; the writer grades through it. Losing
+    the scheduler meanwhile (CommClosedError is an OSError) is a GradingError: what is stored stays stored."""
     from tqdm import tqdm
 
-    from ..discover.assignment import GradingError
-
-    if not todo:
-        return []
     pool = None
     try:
         client = connection.get()
         workers = Workers(client, connection.run, lambda line: tqdm.write(line, file=sys.stderr))
         workers.wait_for_one()
-        pool = DaskPool(client, shared, workers, connection.run, writer.assignment)
-        rows = writer.run(todo, pool, progress, desc=f"grading {writer.assignment} on the cluster")
+        pool = DaskPool(client, shared, workers, connection.run, assignment)
+        yield pool
         workers.poll(every=0.0)
-        return rows
-    except OSError as exc:  # the scheduler went away (CommClosedError is an OSError): what is stored stays stored
+    except OSError as exc:
         raise GradingError(f"lost the Dask scheduler {connection.target} ({type(exc).__name__}: {str(exc)[:200]}); "
                            "run the same command again to grade the rest") from None
     finally:

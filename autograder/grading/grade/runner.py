@@ -16,14 +16,16 @@ from nbgrader import utils as nbutils
 from ... import notebook
 from ...settings import Limits, Tolerance
 from ..discover.assignment import NotebookSpec, SourceCell
+from ..feedback.hidden_tests import redact_hidden_tests
 from ..feedback.safe_html import escape_markdown
 from ..types import Graded
-from . import channel, sandbox
+from . import channel
 from .bounded import written_size
 from .channel import Violation
 from .judge import Unanswered, flag_output, judge_cell, stopped_output
 from .sandbox import frames
-from .sanitize import Sanitized, redact_hidden_tests
+from .sandbox.client import MODE, UNSANDBOXED, SandboxFailed, Unavailable, submission_files
+from .sanitize import Sanitized
 
 GRACE = 5.0  # seconds the grader waits beyond a worker's own time limit before it kills the worker
 SEND_TIMEOUT = 10.0  # seconds a worker may take to read one request of the grader (a few hundred bytes)
@@ -63,8 +65,8 @@ class Session:
         self.reader = channel.Reader(limits.output_bytes)
         self.audits: list[str] = []  # audited events of learner code, each with where the grader was
         try:
-            self.worker = sandbox.MODE.launch(channel.plan(cells, limits), files)
-        except (sandbox.SandboxFailed, sandbox.Unavailable) as exc:  # this notebook scores 0 with why; the batch goes on
+            self.worker = MODE.launch(channel.plan(cells, limits), files)
+        except (SandboxFailed, Unavailable) as exc:  # this notebook scores 0 with why; the batch goes on
             raise Stopped(f"the grading sandbox could not start a worker: {exc}") from None
         self.channel = self.worker.channel
         with _LIVE_LOCK:
@@ -219,7 +221,7 @@ def execute(sanitized: Sanitized, spec: NotebookSpec, limits: Limits, tolerance:
             clock: Callable[[str, float], None] | None = None) -> Graded:
     """Run the sanitized notebook in a fresh worker, judge its grade cells here, fill in the outputs, score it.
 
-    `files_from` is the submission's folder, or its other files already read (as `sandbox.submission_files` gives
+    `files_from` is the submission's folder, or its other files already read (as `submission_files` gives
     them: how a cluster worker gets them). `secret` (the course's) draws the hidden checks' inputs; None keeps the
     package's, as plain nbgrader has them. `clock` (stage, seconds), when given, is told how long the worker took to
     start and the judge to judge.
@@ -230,10 +232,10 @@ def execute(sanitized: Sanitized, spec: NotebookSpec, limits: Limits, tolerance:
     payload = [{"kind": "checks"} if src else {"kind": "code", "source": nb.cells[i].source} for i, src in plan]
     reason = ""
     misconceptions: list[str] = []
-    if sandbox.MODE.unsafe:
-        notes.append(sandbox.UNSANDBOXED)
+    if MODE.unsafe:
+        notes.append(UNSANDBOXED)
     try:
-        files = files_from if isinstance(files_from, dict) else sandbox.submission_files(files_from)
+        files = files_from if isinstance(files_from, dict) else submission_files(files_from)
         t0 = time.perf_counter()
         session = Session(payload, limits, files)
         if clock is not None:

@@ -13,12 +13,11 @@ from nbgrader import utils as nbutils
 
 from ...settings import NOTEBOOK_DEPTH, NOTEBOOK_TEXT_CHARS, NOTEBOOK_VALUES
 from ..discover.submission import Refused, Submission, Unreadable
+from ..feedback.hidden_tests import replace_hidden
 
 if TYPE_CHECKING:  # (the helper process that parses notebooks never loads nbgrader.api and SQLAlchemy)
     from ..discover.assignment import NotebookSpec
 
-BEGIN_HIDDEN, END_HIDDEN = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
-HIDDEN_NOTE = "# (hidden tests: run by the grader, source not shown)\n"
 
 
 @dataclass
@@ -133,35 +132,6 @@ def _clean_cell(raw: Any) -> NotebookNode | None:
     return cell
 
 
-def replace_hidden(source: str, note: str) -> str:
-    """`source` with every hidden-tests block replaced by `note`, as nbgrader's own pattern finds them.
-
-    A block runs from a line starting (after spaces and tabs) with `### BEGIN HIDDEN TESTS` to the next line starting
-    with `### END HIDDEN TESTS`, both included; a BEGIN with no END after it stays as it is. One pass over the lines
-    (a lazy regex over them took time quadratic in the number of unterminated BEGIN lines a learner can write).
-    """
-    if BEGIN_HIDDEN not in source:
-        return source
-    parts = source.split("\n")
-    lines = [p + "\n" for p in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
-    ends = [i for i, line in enumerate(lines) if line.lstrip(" \t").startswith(END_HIDDEN)]
-    out: list[str] = []
-    i, k = 0, 0  # k: the first END line not consumed yet
-    while i < len(lines):
-        if not lines[i].lstrip(" \t").startswith(BEGIN_HIDDEN):
-            out.append(lines[i])
-            i += 1
-            continue
-        while k < len(ends) and ends[k] <= i:
-            k += 1
-        if k == len(ends):  # no END after this BEGIN, nor after any later one
-            out.extend(lines[i:])
-            break
-        out.append(note)
-        i = ends[k] + 1
-    return "".join(out)
-
-
 def release_text(src: Any) -> str:
     """What the learner's copy of a locked cell holds: the source without its hidden tests."""
     return replace_hidden(src.source, "").strip()
@@ -259,6 +229,3 @@ def _overwrite(cell: NotebookNode, src: Any, out: Sanitized) -> None:
         cell.source = src.source
 
 
-def redact_hidden_tests(source: str) -> str:
-    """The grade cell's source without the hidden tests, for the autograded notebook and the feedback."""
-    return replace_hidden(source, HIDDEN_NOTE)

@@ -30,7 +30,7 @@ from ..grade import runner
 from ..grade.bounded import notebook_file
 from ..grade.executors import Executor
 from ..grade.pipeline import Clock, not_graded
-from ..grade.sandbox import UNSANDBOXED
+from ..grade.sandbox.client import UNSANDBOXED
 from ..types import Code, Graded, Reason, Record, Result, Row, Status, Task
 from .files import atomic_write
 from .gradebook import Entry, GradebookWriter, flag_box

@@ -27,6 +27,7 @@ from typing import Any
 from .bwrap import bwrap_argv, unavailable_reason
 from .cgroup import Cgroups, NotebookCgroups
 from .frames import Channel
+from .linux import die_with_parent
 
 START_TIMEOUT = 60.0  # seconds the fork server may take to import numpy, matplotlib and IPython (~1 s alone)
 SPAWN_TIMEOUT = 10.0  # seconds the fork server may take to start one worker (~10 ms)
@@ -388,12 +389,35 @@ class Pool:
                 self.cgroups = None
 
 
+UNSANDBOXED_PRELOAD = [f"{__package__}.warm"]  # the unsandboxed fork server's preload: importing it loads the rest
+_CONTEXT: Any = None
+
+
+def forkserver_context(start: bool = False) -> Any:
+    """The unsandboxed mode's forkserver context (one warm process forks every worker); `start` launches the server
+    now, in the background."""
+    global _CONTEXT
+    if _CONTEXT is None:
+        import multiprocessing
+
+        # Inherited by the fork server: one BLAS thread per worker (and a small address space), inline figures.
+        for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+            os.environ.setdefault(var, "1")
+        os.environ["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload(UNSANDBOXED_PRELOAD)
+        _CONTEXT = ctx
+    if start:
+        from multiprocessing import forkserver
+
+        forkserver.ensure_running()  # returns at once; the server imports its preload while the grader imports nbgrader
+    return _CONTEXT
+
+
 class Unsandboxed:
     """--unsafe-no-sandbox: the worker as a plain forked process of the grader's user, in a temporary directory."""
 
     def __init__(self, start: dict[str, Any]) -> None:
-        from autograder.grading.grade.worker import forkserver_context
-
         ctx = forkserver_context()
         self.workdir = tempfile.mkdtemp(prefix="autograder-")
         for rel, data in start["files"].items():
@@ -432,8 +456,9 @@ class Unsandboxed:
 
 def run_worker(conn: Connection, plan: dict[str, Any], workdir: str) -> None:
     """The unsandboxed worker's entry point."""
-    from autograder.grading.grade.worker import child_main
+    from autograder.grading.grade.worker.main import child_main
 
+    die_with_parent()
     child_main(conn, plan, workdir)
 
 

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from . import linux
-from .inside import DEVICES, ENVIRONMENT, INSIDE, MOUNTS, NOFILE, NPROC, SCRATCH
+from .inside import DEVICES, ENVIRONMENT, INSIDE, MOUNTS, NOFILE, NPROC, PRELOAD, SCRATCH
 
 SETUP_TIMEOUT = 10.0  # seconds a builder may take to report its learner's process (~2 ms)
 BUILD_FAILED = 70  # exit status of a builder or learner whose setup failed before any learner code ran
@@ -138,7 +138,7 @@ def _learner(channel_fd: int, cgroup_fds: list[int], go: int, lib: Any) -> None:
             target = Path(SCRATCH, rel)
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(base64.b64decode(data))
-        from autograder.grading.grade.worker import child_main
+        from autograder.grading.grade.worker.main import child_main
 
         child_main(conn, start["plan"], SCRATCH)
     except BaseException:
@@ -269,7 +269,7 @@ def serve(control_fd: int) -> None:
         try:
             from autograder.grading.grade.worker.preload import load
 
-            load(prepare_worker=True)
+            load(PRELOAD, prepare_worker=True)
         except Exception as exc:
             error = f"the worker-side code failed to import: {type(exc).__name__}: {exc}"
     timing = {"self_test_s": round(t1 - t0, 4), "preload_s": round(time.perf_counter() - t1, 4)}

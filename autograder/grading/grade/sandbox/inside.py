@@ -21,7 +21,8 @@ MODULES = ("autograder.settings", "autograder.grading.grade.channel", "autograde
            "autograder.grading.grade.sandbox.linux", "autograder.grading.grade.sandbox.forkserver")
 # Stand-ins staged in place of the real modules (the real ones hold the checks): module -> its source in the package.
 STANDINS = {"autograder": "grading/grade/standin/__init__.py", "autograder.workbook": "grading/grade/standin/workbook.py"}
-PRELOAD = (*LIBRARIES, *STANDINS, *PACKAGES, *MODULES)  # what the fork server imports before it says ready
+WORKER = "autograder.grading.grade.worker.main"  # the worker's entry point: it imports every module of the worker
+PRELOAD = (*LIBRARIES, *STANDINS, *PACKAGES, *MODULES, WORKER)  # what the fork server imports before it says ready
 
 ENVIRONMENT = {  # everything a notebook's process sees of the environment
     "HOME": SCRATCH,

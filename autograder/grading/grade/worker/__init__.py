@@ -11,19 +11,7 @@ never pickle, so a hostile notebook can at worst send wrong numbers. Staged into
     confine    the worker process's own bounds (process group, rlimits, no terminal)
     prepared   the probe kit, the shell and the guard, made once in the process that forks the workers
     main       the request loop: cells in order, the grader's requests at grade cells
-    preload    what that process imports before forking (both modes), and the unsandboxed mode's fork server
-    warm       the unsandboxed fork server's preload module
+    preload    what that process imports before forking (both modes)
+
+It imports nothing of the sandbox: the sandbox (`sandbox/forkserver.py`, and `sandbox/client.py` unsandboxed) starts it.
 """
-
-from __future__ import annotations
-
-from .guard import GUARDED, UNGUARDED_NAMES, Guard
-from .main import answer_checks, child_main
-from .outputs import OutputLimitExceeded, Outputs, _Stream
-from .preload import forkserver_context
-from .prepared import Prepared, ProbeKit, prepare
-from .shell import CellTimeout, make_shell, plain_python, run_cell, warm_figures
-
-__all__ = ["GUARDED", "UNGUARDED_NAMES", "CellTimeout", "Guard", "OutputLimitExceeded", "Outputs", "Prepared",
-           "ProbeKit", "_Stream", "answer_checks", "child_main", "forkserver_context", "make_shell", "plain_python",
-           "prepare", "run_cell", "warm_figures"]

@@ -1,29 +1,18 @@
 """The worker process's own bounds, set before any learner code runs: its process group, its working directory,
 resource limits, no way to the grader's terminal, nbgrader's environment. (Inside the sandbox these come on top
-of the notebook's namespaces, mounts, cgroups and seccomp filter: `sandbox/forkserver.py`.)"""
+of the notebook's namespaces, mounts, cgroups and seccomp filter: `sandbox/forkserver.py`; what starts the worker
+makes it die with its parent: `linux.die_with_parent`.)"""
 
 from __future__ import annotations
 
 import os
 import resource
-import signal
 from typing import Any
-
-from ..sandbox import linux
-
-
-def die_with_parent() -> None:
-    """Linux: SIGKILL this worker when the fork server exits (the grader was killed), even if it ignores its pipe."""
-    try:
-        linux.libc().prctl(linux.PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    except (OSError, AttributeError):
-        pass
 
 
 def confine(limits: Any, workdir: str) -> None:
     """Own process group, scratch directory, resource limits, no inherited terminal output, nbgrader's environment."""
     os.setpgid(0, 0)  # the grader kills the whole group: processes the notebook starts go too
-    die_with_parent()
     os.chdir(workdir)
     os.environ["NBGRADER_EXECUTION"] = "autograde"
     mb = 1024 * 1024
