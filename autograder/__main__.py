@@ -23,7 +23,7 @@ if __name__ == "__main__":  # grading workers re-import the main module under an
 
             start_early(sys.argv[2:])
         else:
-            from .grading.grade.sandbox import MODE
+            from .grading.grade.sandbox.client import MODE
 
             MODE.pool.warm()
 

@@ -210,12 +210,12 @@ def _second_run(course: Path, config: Path, address: str, client: Any, get_task_
     stores: dict[str, int] = {}
     store = Writer.store
 
-    def counting(self, bulk, group):  # type: ignore[no-untyped-def]
+    def counting(self, group):  # type: ignore[no-untyped-def]
         for result in group:
             if result.graded is not None or (result.why and result.why.code is not Code.CLUSTER_LOST):
                 label = result.task.item.label
                 stores[label] = stores.get(label, 0) + 1
-        return store(self, bulk, group)
+        return store(self, group)
 
     options = batch.Options(ASSIGNMENT, load_config(config), str(course), list(STUDENTS),
                             progress=False, cluster=address)

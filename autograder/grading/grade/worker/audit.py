@@ -46,10 +46,9 @@ def _runtime_dirs() -> tuple[str, ...]:
     """Where the Python runtime, installed libraries and the grader's own package live."""
     paths = sysconfig.get_paths()
     dirs = {paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths}
-    package = os.path.abspath(__file__)
-    for _ in range(4):  # autograder/grading/grade/worker/audit.py -> autograder
-        package = os.path.dirname(package)
-    dirs.add(package)  # the autograder package (in the sandbox: its staged worker side)
+    here = os.path.abspath(__file__)
+    dirs.add(here[:here.rindex(f"{os.sep}autograder{os.sep}")])  # the folder holding the autograder package (in the
+    # sandbox: the staged folder; else the checkout, its course config included), wherever this file sits below it
     return tuple(sorted(d.rstrip(os.sep) + os.sep for d in dirs))
 
 
