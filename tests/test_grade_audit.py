@@ -26,13 +26,14 @@ import json, sys
 from autograder.checks import run_checks
 from autograder.cli import select_checks
 from autograder.grading.grade.worker.audit import install_audit_hook
+from autograder.settings import AUDIT_REPORTS
 from autograder.grading.grade.worker.outputs import Outputs
 from autograder.grading.grade.worker.shell import make_shell, run_cell
 
 reports = []
 outputs = Outputs(10**7)
 shell = make_shell(outputs)
-hook = install_audit_hook(lambda event, detail, where: reports.append(f"{event} ({detail}) at {where}"))
+hook = install_audit_hook(lambda event, detail, where: reports.append(f"{event} ({detail}) at {where}"), AUDIT_REPORTS)
 found = {}
 for label, cells, probe in json.load(sys.stdin):
     hook.seen.clear()

@@ -21,7 +21,7 @@ from autograder.grading.grade.channel import Violation
 from autograder.grading.grade.sandbox import client
 from autograder.grading.grade.sandbox.frames import Channel
 from autograder.grading.grade.worker.outputs import Outputs, _Stream
-from autograder.settings import Limits, Tolerance
+from autograder.settings import RESERVE, Limits, Tolerance
 
 
 class ForgedWorker:
@@ -106,10 +106,10 @@ def test_a_notebooks_outputs_past_its_total_are_dropped_with_a_note(forged: Forg
     runner._converse(s, nb, [(i, None) for i in range(cells)], limits, Tolerance(), None, [], notes, [])
     s.close()
     kept = [c for c in nb.cells if c.outputs[0]["text"] == "x" * per_cell]
-    assert 0 < len(kept) <= (50_000 + channel.RESERVE) // per_cell
+    assert 0 < len(kept) <= (50_000 + RESERVE) // per_cell
     assert all("passed 50000 bytes" in c.outputs[0]["text"] for c in nb.cells[len(kept):])
     total = sum(channel.output_size(o) for c in nb.cells for o in c.outputs)
-    assert total <= 50_000 + channel.RESERVE + cells * 200
+    assert total <= 50_000 + RESERVE + cells * 200
     assert [n for n in notes if n.startswith(runner.OUTPUTS_DROPPED)] == [
         f"{runner.OUTPUTS_DROPPED} 50000 bytes, from {s.where.split(' (')[0].rsplit(' ', 1)[0]} {len(kept) + 1} on"]
 
@@ -129,7 +129,7 @@ def test_the_total_counts_outputs_as_the_autograded_file_holds_them_so_the_file_
     s.close()
     kept = sum(c.outputs[0]["text"] == "\n" * 10_000 for c in nb.cells)
     assert 0 < kept < cells and any(n.startswith(runner.OUTPUTS_DROPPED) for n in notes)
-    assert len(notebook_file(nb)[0]) < 200_000 + channel.RESERVE + 150_000  # one cell past the total at most
+    assert len(notebook_file(nb)[0]) < 200_000 + RESERVE + 150_000  # one cell past the total at most
 
 
 outputs_strategy = st.lists(st.one_of(
@@ -205,7 +205,7 @@ def test_a_spawn_that_times_out_is_retried_and_the_sandbox_is_kept_while_it_answ
 
 def test_a_worker_that_does_not_read_the_graders_request_stops_at_a_deadline(forged: ForgedWorker,
                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(runner, "SEND_TIMEOUT", 0.3)
+    monkeypatch.setattr(runner, "REQUEST_TIMEOUT", 0.3)
     s = session(1)
     done = threading.Event()
 

@@ -4,6 +4,7 @@ flagged, the rest go on."""
 
 from __future__ import annotations
 
+import inspect
 import os
 from pathlib import Path
 
@@ -57,4 +58,4 @@ def test_files_past_the_count_are_refused_and_the_first_ones_copied(tmp_path: Pa
 
 
 def test_the_copy_and_the_worker_share_one_bound() -> None:
-    assert client.MAX_FILES_BYTES == OTHER_FILES_BYTES
+    assert inspect.signature(client.submission_files).parameters["limit"].default == OTHER_FILES_BYTES

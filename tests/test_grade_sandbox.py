@@ -25,6 +25,7 @@ import support
 
 from autograder import cli
 from autograder.grading.grade.sandbox import bwrap, client, inside, staging
+from autograder.settings import NOTEBOOK_MOUNTS
 
 ROOT = Path(__file__).resolve().parent.parent
 SECRET = "AKIA-sandbox-test-secret-0123456789"
@@ -287,7 +288,7 @@ def test_a_stopped_fork_server_is_replaced_and_the_next_notebook_is_graded() -> 
         t0 = time.monotonic()
         worker = pool.launch({"plan": {"cells": [{"kind": "code", "source": "print('graded')"}], "limits": LIMITS},
                               "files": {}})
-        assert time.monotonic() - t0 < client.SPAWN_TIMEOUT + client.START_TIMEOUT
+        assert time.monotonic() - t0 < client.SPAWN_TIMEOUT + client.SANDBOX_START_TIMEOUT
         message = {}
         deadline = time.monotonic() + 60
         while message.get("op") != "cell":
@@ -379,7 +380,7 @@ for make in (lambda: os.memfd_create("hold"), lambda: __import__("socket").socke
     except OSError as exc:
         print("refused", exc.errno)'''
     printed = run(box, code)[0].splitlines()
-    shm, tmp = inside.MOUNTS["/dev/shm"][0] // 2**20, inside.MOUNTS["/tmp"][0] // 2**20
+    shm, tmp = NOTEBOOK_MOUNTS["shm"][0] // 2**20, NOTEBOOK_MOUNTS["tmp"][0] // 2**20
     assert printed[0] == f"({shm}, 28) ({tmp}, 28)"  # ENOSPC at each mount's own size
     assert printed[1:] == ["refused 1", "refused 1"]
 
@@ -573,11 +574,11 @@ _SPAWNS = [0]
 _real_spawn = spawn
 
 
-def spawn(channel_fd, cgroup_fds):  # (the test's stall, staged into this sandbox only)
+def spawn(channel_fd, cgroup_fds, bounds):  # (the test's stall, staged into this sandbox only)
     _SPAWNS[0] += 1
     if _SPAWNS[0] in {sorted(slow)!r}:
         time.sleep({delay!r})
-    return _real_spawn(channel_fd, cgroup_fds)
+    return _real_spawn(channel_fd, cgroup_fds, bounds)
 ''')  # (its bytecode no longer matches: the server compiles this source)
 
     monkeypatch.setattr(staging, "stage", stage)

@@ -30,7 +30,7 @@ from support_mounts import drop, reachable
 
 from autograder.grading.grade.sandbox import bwrap
 from autograder.grading.grade.sandbox.cgroup import UNPRIVILEGED_MODE
-from autograder.grading.grade.sandbox.inside import NOFILE
+from autograder.settings import NOFILE
 
 pytestmark = pytest.mark.slow  # generates the workbook assignment with nbgrader, then grades a batch: a minute or two
 

@@ -18,11 +18,12 @@ from .submission import Refused, Submission
 
 
 def trait_values(settings: Configurable) -> list[object]:
-    """The value of every configurable trait of a settings object, in the order its class declares them (a trait
-    added to the class comes last: the text of the settings declared before it stays as it was)."""
-    declared = [name for name, trait in vars(type(settings)).items()
-                if isinstance(trait, TraitType) and trait.metadata.get("config")]
-    assert set(declared) == set(settings.trait_names(config=True)), "a configurable trait declared by a parent class"
+    """The value of every configurable trait of a settings object, in the order its classes declare them (a trait
+    added later, or by a subclass, comes last: the text of the settings declared before it stays as it was)."""
+    declared: list[str] = []
+    for klass in reversed(type(settings).__mro__):
+        declared += [name for name, trait in vars(klass).items()
+                     if isinstance(trait, TraitType) and trait.metadata.get("config") and name not in declared]
     return [getattr(settings, name) for name in declared]
 
 

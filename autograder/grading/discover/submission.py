@@ -20,9 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from ...settings import OTHER_FILES_BYTES, OTHER_FILES_COUNT
-
-MAX_ENTRIES = 10_000  # files and folders scanned per submission (a collected folder holds a handful)
+from ...settings import OTHER_FILES_BYTES, OTHER_FILES_COUNT, SUBMISSION_ENTRIES, TIMESTAMP_BYTES
 
 
 class Unreadable(Exception):
@@ -76,8 +74,8 @@ class Submission:
             for name in names:
                 entries += 1
                 rel = f"{rel_dir}/{name}" if rel_dir else name
-                if entries > MAX_ENTRIES:
-                    sub.refused[rel] = f"beyond the first {MAX_ENTRIES} files of the submission: not read"
+                if entries > SUBMISSION_ENTRIES:
+                    sub.refused[rel] = f"beyond the first {SUBMISSION_ENTRIES} files of the submission: not read"
                     stack.clear()
                     break
                 try:
@@ -175,7 +173,6 @@ class Submission:
         return out
 
 
-MAX_TIMESTAMP_BYTES = 4096  # nbgrader writes ~30 characters
 
 
 @dataclass(frozen=True)
@@ -196,7 +193,7 @@ def submission_time(submission: Submission) -> SubmissionTime:
     """
     name = "timestamp.txt"
     try:
-        raw = submission.read(name, MAX_TIMESTAMP_BYTES)
+        raw = submission.read(name, TIMESTAMP_BYTES)
     except FileNotFoundError:
         return SubmissionTime(None)
     except (Unreadable, OSError) as exc:

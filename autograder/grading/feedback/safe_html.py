@@ -40,7 +40,7 @@ import nh3
 from nbformat import NotebookNode, from_dict
 
 from ...lines import one_line
-from ...settings import HTML_DEPTH, STANDIN_CHARS
+from ...settings import HTML_DEPTH, LARGEST_IMAGE, STANDIN_CHARS
 
 CELL_ID = re.compile(r"[a-zA-Z0-9_-]{1,64}")  # nbformat 4.5's cell id
 GRADE_ID = re.compile(r"[a-zA-Z0-9_-]+")  # nbgrader's grade_id
@@ -62,7 +62,6 @@ SVG_ATTRIBUTES = {
     "patternUnits", "mask",
 }
 METADATA_KEYS = {"width", "height", "unconfined", "alt"}  # what the templates read of an output's metadata
-LARGEST_IMAGE = 100_000  # pixels: an image's width or height from its metadata, at most
 LANGUAGE_INFO = {"name", "version", "file_extension", "mimetype", "pygments_lexer", "nbconvert_exporter"}
 MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>&$~|])")  # what can start markup or HTML inside a line
 

@@ -29,7 +29,6 @@ import pickle
 import resource
 import signal
 import socket
-import struct
 import subprocess
 import sys
 import threading
@@ -37,16 +36,14 @@ import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from ...settings import EXIT_TIMEOUT, FORK_TIMEOUT, HELPER_START_TIMEOUT, JOB_SEND_TIMEOUT
+from .channel import FRAME_LIMIT, HEADER
+
 if TYPE_CHECKING:
     from nbformat import NotebookNode
 
     from ...settings import Limits
 
-HEADER = struct.Struct("!i")  # as sandbox.frames: a 4-byte big-endian length, then the bytes
-FRAME_LIMIT = 2**31 - 1
-START_TIMEOUT = 120.0  # seconds the zygote may take to import the readers and renderers (~1 s alone, more when busy)
-FORK_TIMEOUT = 10.0  # seconds a fork request may take once the zygote is up
-SEND_TIMEOUT = 10.0  # seconds an idle helper may take to read its job (a notebook: a few MB at most)
 FLUSH = 0.05  # seconds between two frames of rendered cells, sent only while a render is slow (the usual one sends none)
 SLOW_CELL = 8192  # characters to render in a cell past which the cells done so far are sent first (safe_html.MEMO_MARKDOWN)
 
@@ -85,7 +82,7 @@ class Helper:
         self.pending = True
         try:
             self.channel.send(pickle.dumps((job, payload, memory_mb, timeout), pickle.HIGHEST_PROTOCOL),
-                              min(deadline, time.monotonic() + SEND_TIMEOUT))
+                              min(deadline, time.monotonic() + JOB_SEND_TIMEOUT))
             while True:
                 reply = pickle.loads(self.channel.recv(deadline, FRAME_LIMIT))
                 if reply[0] == "done":
@@ -136,7 +133,7 @@ class Zygote:
         """A new helper (Exceeded when the zygote does not answer in time)."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            self.control.settimeout(FORK_TIMEOUT if self.started else START_TIMEOUT)
+            self.control.settimeout(FORK_TIMEOUT if self.started else HELPER_START_TIMEOUT)
             socket.send_fds(self.control, [b"fork"], [theirs.fileno()])
             reply = self.control.recv(32)
             pid = int(reply)
@@ -155,7 +152,7 @@ class Zygote:
     def close(self) -> None:
         self.control.close()  # the zygote ends at the end of its socket
         try:
-            self.proc.wait(5)
+            self.proc.wait(EXIT_TIMEOUT)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()

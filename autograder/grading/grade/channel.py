@@ -20,18 +20,25 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # the worker imports this module too, and never needs nbformat
     from nbformat import NotebookNode
 
-# What one notebook may send. The output cap itself is Limits.output_bytes (per cell); RESERVE is the room
-# beyond it for the truncation note and one error, which the worker always keeps.
-RESERVE = 64 * 1024
-ERROR_TEXT = 2000  # characters of an error's evalue and of each traceback line
-ERROR_LINES = 20  # traceback lines of one error
-MAX_OUTPUTS = 1000  # outputs of one cell (many tiny outputs cost more than their bytes in a notebook)
-MAX_DEPTH = 8  # nesting of an observation or of a JSON mime value
-MAX_ITEMS = 100_000  # numbers, strings and containers in one observation
-MAX_STRING = 2000  # characters of a string in an observation, a missing target or a suspicion
-MAX_LIST = 100  # entries of a list of names (missing targets, suspicions)
-MAX_OBSERVATION = 1024 * 1024  # JSON bytes of one observation
-MAX_AUDITS = 50  # audit reports of one notebook (the worker sends at most audit.MAX_REPORTS)
+from ...settings import (  # what one notebook may send: every bound of the channel is settings.py's
+    ERROR_TEXT,
+    MAX_CELL_INDEX,
+    MAX_DEPTH,
+    MAX_INTEGER,
+    MAX_ITEMS,
+    MAX_LIST,
+    MAX_OBSERVATION,
+    MAX_OUTPUTS,
+    MAX_STRING,
+    RESERVE,
+)
+
+# Every frame between the grader and a process it started (a worker, a helper): a 4-byte big-endian signed length,
+# then that many bytes, as multiprocessing's Connection.send_bytes frames them. Defined here once: the worker writes
+# with it (`Sender`), the grader reads and writes with it (`sandbox.frames`, `bounded`), and so do the tests.
+HEADER = struct.Struct("!i")
+FRAME_LIMIT = 2 ** (8 * HEADER.size - 1) - 1  # the longest frame a header can announce
+
 NOTE = "[output truncated: more than {limit} bytes]"
 NOTEBOOK_NOTE = "[output dropped: this notebook's outputs passed {limit} bytes]"
 
@@ -119,7 +126,7 @@ class Sender:
         self.lock = threading.Lock()  # the audit hook may report from any thread the notebook starts
         self.encode = _c_encoder()
         self.write = os.write
-        self.pack = struct.Struct("!i").pack
+        self.pack = HEADER.pack
 
     def _send(self, message: dict[str, Any]) -> None:
         with self.lock:
@@ -344,7 +351,7 @@ def _peek(value: Any) -> str:
 
 
 def _index(value: Any) -> int:
-    if type(value) is not int or not 0 <= value < 100_000:
+    if type(value) is not int or not 0 <= value < MAX_CELL_INDEX:
         raise Violation(f"sent a cell index {_peek(value)}")
     return value
 
@@ -381,7 +388,7 @@ def plain(value: Any, where: str, depth: int, string: int | None) -> int:
     """How many items `value` holds; Violation unless it is plain JSON within `depth` levels (strings within `string`)."""
     kind = type(value)
     if kind in (bool, int, float) or value is None:
-        if kind is int and abs(value) > 2**53:
+        if kind is int and abs(value) > MAX_INTEGER:
             raise Violation(f"sent an integer of {value.bit_length()} bits in {where}")
         return 1
     if kind is str:

@@ -14,7 +14,7 @@ from nbformat import NotebookNode, from_dict
 from nbgrader import utils as nbutils
 
 from ... import notebook
-from ...settings import Limits, Tolerance
+from ...settings import EXIT_STATUS_TIMEOUT, GRACE, MAX_AUDITS, REQUEST_TIMEOUT, RESERVE, Limits, Tolerance
 from ..discover.assignment import NotebookSpec, SourceCell
 from ..feedback.hidden_tests import redact_hidden_tests
 from ..feedback.safe_html import escape_markdown
@@ -27,8 +27,6 @@ from .sandbox import frames
 from .sandbox.client import MODE, UNSANDBOXED, SandboxFailed, Unavailable, submission_files
 from .sanitize import Sanitized
 
-GRACE = 5.0  # seconds the grader waits beyond a worker's own time limit before it kills the worker
-SEND_TIMEOUT = 10.0  # seconds a worker may take to read one request of the grader (a few hundred bytes)
 NO_RESPONSE = "No response."  # nbgrader's comment on a solution cell left as released
 
 
@@ -81,8 +79,8 @@ class Session:
             message = self.reader.read(self._recv_bytes(wait_until, timeout))
             if not isinstance(message, channel.Audit):
                 return message
-            if len(self.audits) >= channel.MAX_AUDITS:
-                raise Violation(f"sent more than {channel.MAX_AUDITS} audit reports")
+            if len(self.audits) >= MAX_AUDITS:
+                raise Violation(f"sent more than {MAX_AUDITS} audit reports")
             what = message.event if message.detail == message.event else f"{message.event} ({message.detail})"
             self.audits.append(f"{what} from {message.where}, {self.where}")
 
@@ -106,7 +104,7 @@ class Session:
     def send(self, message: dict[str, Any]) -> None:
         """A request to the worker (built by `channel`), written before the current step's deadline."""
         try:
-            self.channel.send(channel.encode(message), min(time.monotonic() + SEND_TIMEOUT, self.deadline))
+            self.channel.send(channel.encode(message), min(time.monotonic() + REQUEST_TIMEOUT, self.deadline))
         except TimeoutError:
             self.kill()
             raise Stopped(f"the worker did not read the grader's request ({self.where})") from None
@@ -114,7 +112,7 @@ class Session:
             raise Stopped(self._death(exc)) from None
 
     def _death(self, exc: BaseException) -> str:
-        code = self.worker.exitcode(2)
+        code = self.worker.exitcode(EXIT_STATUS_TIMEOUT)
         if code is None:
             self.kill()
             return f"the worker closed its connection ({self.where})"
@@ -303,9 +301,9 @@ def _converse(session: Session, nb: NotebookNode, plan: list[tuple[int, SourceCe
             # the total counts outputs as the autograded file holds them (indented, text in lines: up to ~6x their
             # compact JSON); once past it, a cell's outputs are dropped uncounted. (Held: one cell's outputs at most,
             # never the notebook's; RESERVE: the honest worker's own notes and errors)
-            if output_bytes <= limits.notebook_output_bytes + channel.RESERVE and msg.outputs:
+            if output_bytes <= limits.notebook_output_bytes + RESERVE and msg.outputs:
                 output_bytes += written_size(msg.outputs)
-            over = output_bytes > limits.notebook_output_bytes + channel.RESERVE and msg.outputs
+            over = output_bytes > limits.notebook_output_bytes + RESERVE and msg.outputs
             dropped = channel.NOTEBOOK_NOTE.format(limit=limits.notebook_output_bytes)
             if (over or any(dropped in str(o.get("text", "")) for o in msg.outputs)) and not any(
                     n.startswith(OUTPUTS_DROPPED) for n in notes):

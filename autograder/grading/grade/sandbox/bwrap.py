@@ -7,8 +7,19 @@ import os
 import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
-from .inside import ENVIRONMENT, INSIDE, MOUNTS, SCRATCH
+from ....settings import (
+    EMPTY_TMPFS,
+    EXIT_TIMEOUT,
+    HIDDEN_TMPFS_BYTES,
+    NOFILE,
+    NOTEBOOK_MOUNTS,
+    NPROC,
+    PROC_TMPFS,
+    SETUP_TIMEOUT,
+)
+from .inside import ENVIRONMENT, INSIDE, MOUNT_POINTS, SCRATCH
 
 SANDBOX_UID = 65534  # the uid inside the sandbox (nobody), whoever runs the grader
 
@@ -28,7 +39,7 @@ def runtime_paths() -> list[str]:
 
 # Every notebook gets its own empty tmpfs on these: a runtime that lives below one of them (a checkout in /tmp, say)
 # is mounted below RELOCATED instead, and the interpreter started from there.
-MASKED = (*MOUNTS, "/dev", "/proc")
+MASKED = (*MOUNT_POINTS.values(), "/dev", "/proc")
 RELOCATED = "/runtime"
 
 
@@ -41,7 +52,7 @@ def bwrap_argv(bwrap: str, staged: Path, control_fd: int) -> list[str]:
     """The bubblewrap command: new namespaces, a clean environment, read-only system and runtime, no grader files."""
     argv = [bwrap, "--unshare-all", "--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID),
             "--die-with-parent", "--new-session", "--clearenv", "--cap-drop", "ALL",
-            "--proc", "/proc", "--dev", "/dev", "--size", str(MOUNTS["/tmp"][0]), "--tmpfs", "/tmp", "--dir", SCRATCH,
+            "--proc", "/proc", "--dev", "/dev", "--size", str(NOTEBOOK_MOUNTS["tmp"][0]), "--tmpfs", "/tmp", "--dir", SCRATCH,
             "--chdir", "/tmp",
             "--ro-bind", "/usr", "/usr"]
     for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64"):
@@ -61,14 +72,22 @@ def bwrap_argv(bwrap: str, staged: Path, control_fd: int) -> list[str]:
         installed = Path(sysconfig.get_paths()[key]) / "autograder"
         if installed.is_dir():
             hidden = inside_path(str(installed))
-            argv += ["--size", "4096", "--tmpfs", hidden, "--remount-ro", hidden]  # empty, and nobody's to write
+            argv += ["--size", str(HIDDEN_TMPFS_BYTES), "--tmpfs", hidden, "--remount-ro", hidden]  # empty, and nobody's to write
     argv += ["--ro-bind", str(staged), INSIDE, "--remount-ro", "/"]  # bubblewrap's root tmpfs too: nothing to plant
     python = inside_path(sys.executable)
     for key, value in {**ENVIRONMENT, "PATH": f"{os.path.dirname(python)}:/usr/local/bin:/usr/bin:/bin"}.items():
         argv += ["--setenv", key, value]
     boot = (f"import sys; sys.path.insert(0, {INSIDE!r}); from autograder.grading.grade.sandbox import forkserver; "
-            f"forkserver.serve({control_fd})")
+            f"forkserver.serve({control_fd}, {fork_server_bounds()!r})")
     return [*argv, "--", python, "-I", "-c", boot]
+
+
+def fork_server_bounds() -> dict[str, Any]:
+    """What the fork server bounds (settings.py's values), as plain data handed to it at its start: it runs inside the
+    sandbox with the standard library only (`forkserver.Bounds`)."""
+    return {"mounts": {MOUNT_POINTS[name]: list(size) for name, size in NOTEBOOK_MOUNTS.items()},
+            "empty_tmpfs": list(EMPTY_TMPFS), "proc_tmpfs": list(PROC_TMPFS), "nofile": NOFILE, "nproc": NPROC,
+            "setup_timeout": SETUP_TIMEOUT, "exit_timeout": EXIT_TIMEOUT}
 
 
 def unavailable_reason() -> str | None:

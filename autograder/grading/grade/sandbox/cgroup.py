@@ -1,6 +1,6 @@
 """Per-notebook cgroups, made by the grader where it may (as root: the cgroup v1 memory, pids and cpu controllers):
 every byte a notebook holds (its memory, memfd and tmpfs files, pipe buffers) counts against `Limits.memory_mb`,
-its processes against inside.NPROC, whatever they are, and all of them together weigh as one classmate on the CPU
+its processes against settings.NPROC, whatever they are, and all of them together weigh as one classmate on the CPU
 (cpu.shares: a notebook of a hundred busy processes gets no more of the machine than a notebook of one). Without
 them the sandbox runs in the unprivileged mode (address-space rlimit, size-bounded mounts, the seccomp filter; see
 the README's threat model).
@@ -17,14 +17,13 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from .inside import MIB, NPROC
+from ....settings import CPU_SHARES, MIB, NPROC
 
 ROOT = Path("/sys/fs/cgroup")
 PREFIX = "autograder-"  # + the grader's pid and a count: a folder whose grader is gone is removed by the next grader
 _COUNT = itertools.count(1)
 CONTROLLERS = ("memory", "pids")
 OPTIONAL = ("cpu",)  # used where mounted: without it a notebook's busy processes each weigh as one notebook
-CPU_SHARES = 1024  # every notebook's weight, the same as one process of the grader's own cgroup
 ROOT_MODE = "root: a memory cgroup (memory.limit_in_bytes) and a pids cgroup per notebook"
 CPU_MODE = ", and a cpu cgroup (cpu.shares) per notebook"
 UNPRIVILEGED_MODE = ("unprivileged: no cgroup; address-space rlimit, size-bounded tmpfs mounts and a seccomp filter "

@@ -24,17 +24,22 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+from ....settings import (
+    CONTROL_TIMEOUT,
+    EXIT_TIMEOUT,
+    KILL_TIMEOUT,
+    OTHER_FILES_BYTES,
+    PING_TIMEOUT,
+    SANDBOX_START_TIMEOUT,
+    SPAWN_TIMEOUT,
+    START_SEND_TIMEOUT,
+    Limits,
+)
 from .bwrap import bwrap_argv, unavailable_reason
 from .cgroup import Cgroups, NotebookCgroups
 from .frames import Channel
 from .linux import die_with_parent
 
-START_TIMEOUT = 60.0  # seconds the fork server may take to import numpy, matplotlib and IPython (~1 s alone)
-SPAWN_TIMEOUT = 10.0  # seconds the fork server may take to start one worker (~10 ms)
-PING_TIMEOUT = 10.0  # seconds a fork server that missed a deadline may take to show it still answers
-KILL_TIMEOUT = 3.0  # seconds a killed worker may take to be reported gone before the server is pinged
-CONTROL_TIMEOUT = 5.0  # seconds a request may wait to be written on the control socket
-START_SEND_TIMEOUT = 60.0  # seconds a new worker may take to read its start message (its plan and files)
 UNSANDBOXED = "UNSANDBOXED: graded with --unsafe-no-sandbox, learner code ran as the grader's user"
 STAGING_PREFIX = "autograder-sandbox-"  # + the grader's pid: a staging whose grader is gone can be removed
 
@@ -128,7 +133,7 @@ class Sandbox:
         if self.proc is None:
             self.spawn()
         with self.cond:
-            self.cond.wait_for(lambda: self.ready or self.dead, START_TIMEOUT)
+            self.cond.wait_for(lambda: self.ready or self.dead, SANDBOX_START_TIMEOUT)
         if not self.ready.get("ok"):
             self.errors.seek(0)
             said = self.errors.read().decode(errors="replace").strip().splitlines()
@@ -201,7 +206,7 @@ class Sandbox:
         ident = next(self.ids)
         groups = None
         if self.cgroups.available:
-            memory_mb = int(start.get("plan", {}).get("limits", {}).get("memory_mb", 2048))
+            memory_mb = int(start.get("plan", {}).get("limits", {}).get("memory_mb", Limits.memory_mb.default_value))
             try:
                 groups = self.cgroups.make(f"nb-{os.getpid()}-{id(self)}-{ident}", memory_mb)
             except OSError as exc:
@@ -446,7 +451,7 @@ class Unsandboxed:
                 os.killpg(self.proc.pid, signal.SIGKILL)
         if self.proc.is_alive():
             self.proc.kill()
-        self.proc.join(5)
+        self.proc.join(EXIT_TIMEOUT)
 
     def close(self) -> None:
         self.kill()
@@ -462,10 +467,7 @@ def run_worker(conn: Connection, plan: dict[str, Any], workdir: str) -> None:
     child_main(conn, plan, workdir)
 
 
-MAX_FILES_BYTES = 50 * 2**20  # settings.OTHER_FILES_BYTES (a test keeps them equal: this package imports only the standard library)
-
-
-def submission_files(folder: Path | None, limit: int = MAX_FILES_BYTES) -> dict[str, str]:
+def submission_files(folder: Path | None, limit: int = OTHER_FILES_BYTES) -> dict[str, str]:
     """The submission's other files (data the notebook reads), never its notebooks or symlinks, within a size budget,
     as base64 text: they reach the worker as data over its channel, never through a shared folder."""
     files: dict[str, str] = {}

@@ -22,16 +22,31 @@ import shutil
 import signal
 import socket
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
 from . import linux
-from .inside import DEVICES, ENVIRONMENT, INSIDE, MOUNTS, NOFILE, NPROC, PRELOAD, SCRATCH
+from .inside import DEVICES, ENVIRONMENT, INSIDE, PRELOAD, SCRATCH
 
-SETUP_TIMEOUT = 10.0  # seconds a builder may take to report its learner's process (~2 ms)
 BUILD_FAILED = 70  # exit status of a builder or learner whose setup failed before any learner code ran
+
+
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """What the fork server bounds, handed to `serve` by the grader (`bwrap.fork_server_bounds`: settings.py's values;
+    this module imports only the standard library)."""
+
+    mounts: dict[str, list[int]] = field(default_factory=dict)  # a notebook's writable mount -> [bytes, inodes]
+    empty_tmpfs: list[int] = field(default_factory=list)  # [bytes, inodes] of its read-only /dev (and of its builder)
+    proc_tmpfs: list[int] = field(default_factory=list)  # [bytes, inodes] of the empty tmpfs over its /proc
+    nofile: int = 0  # its open files
+    nproc: int = 0  # its processes
+    setup_timeout: float = 0.0  # seconds its builder may take to hand over its learner's process
+    exit_timeout: float = 0.0  # seconds its PID 1 may take to be gone once killed
 
 
 # ------------------------------------------------------------------ one notebook's namespaces and mounts
@@ -41,13 +56,13 @@ def _tmpfs(lib: Any, path: str, size: int, inodes: int, mode: str = "1777") -> N
     linux.mount(lib, "tmpfs", path, "tmpfs", linux.MS_NOSUID | linux.MS_NODEV, f"size={size},nr_inodes={inodes},mode={mode}")
 
 
-def _private_dev(lib: Any) -> None:
+def _private_dev(lib: Any, bounds: Bounds) -> None:
     """A new /dev of its own: the device nodes Python needs (bound from the sandbox's /dev), /dev/shm, read-only."""
     old = SCRATCH + "/dev"  # the sandbox's /dev, reachable for a moment below a throw-away tmpfs
-    _tmpfs(lib, SCRATCH, 2**20, 64, "0700")
+    _tmpfs(lib, SCRATCH, *bounds.empty_tmpfs, "0700")
     os.mkdir(old)
     linux.mount(lib, "/dev", old, None, linux.MS_BIND | linux.MS_REC)
-    _tmpfs(lib, "/dev", 2**20, 64, "0755")
+    _tmpfs(lib, "/dev", *bounds.empty_tmpfs, "0755")
     for name in DEVICES:
         if os.path.exists(f"{old}/{name}"):
             open(f"/dev/{name}", "w").close()
@@ -56,14 +71,14 @@ def _private_dev(lib: Any) -> None:
                          ("stderr", "/proc/self/fd/2")):
         os.symlink(target, f"/dev/{name}")
     os.mkdir("/dev/shm")
-    size, inodes = MOUNTS["/dev/shm"]
+    size, inodes = bounds.mounts["/dev/shm"]
     _tmpfs(lib, "/dev/shm", size, inodes)
     linux.mount(lib, "none", "/dev", None, linux.MS_REMOUNT | linux.MS_BIND | linux.MS_RDONLY | linux.MS_NOSUID | linux.MS_NOEXEC)
     linux.check(lib.umount2(old.encode(), linux.MNT_DETACH), f"umount {old}")
     linux.check(lib.umount2(SCRATCH.encode(), linux.MNT_DETACH), f"umount {SCRATCH}")
 
 
-def enter_namespaces(lib: Any) -> None:
+def enter_namespaces(lib: Any, bounds: Bounds) -> None:
     """New user, mount, PID (for children), network and IPC namespaces; the notebook's own mounts; /proc hidden."""
     uid, gid = os.getuid(), os.getgid()
     linux.check(lib.unshare(linux.CLONE_NEWUSER | linux.CLONE_NEWNS | linux.CLONE_NEWPID | linux.CLONE_NEWNET
@@ -72,14 +87,14 @@ def enter_namespaces(lib: Any) -> None:
         with open(f"/proc/self/{name}", "w") as f:
             f.write(text)
     linux.mount(lib, "none", "/", None, linux.MS_REC | linux.MS_PRIVATE)
-    _private_dev(lib)
+    _private_dev(lib, bounds)
     for path in (SCRATCH, "/tmp"):
-        size, inodes = MOUNTS[path]
+        size, inodes = bounds.mounts[path]
         _tmpfs(lib, path, size, inodes, "0755" if path == SCRATCH else "1777")
-    _tmpfs(lib, "/proc", 4096, 16, "0555")  # last: the maps above were written through it
+    _tmpfs(lib, "/proc", *bounds.proc_tmpfs, "0555")  # last: the maps above were written through it
 
 
-def drop_privileges(lib: Any) -> None:
+def drop_privileges(lib: Any, bounds: Bounds) -> None:
     """No capability left, none to regain (empty bounding set, no_new_privs); file and process limits."""
     import resource
 
@@ -91,8 +106,8 @@ def drop_privileges(lib: Any) -> None:
     data = (ctypes.c_uint32 * 6)()  # effective, permitted, inheritable x 2: all zero
     linux.check(lib.capset(header, data), "capset")
     linux.check(lib.prctl(linux.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
-    resource.setrlimit(resource.RLIMIT_NPROC, (NPROC, NPROC))
-    resource.setrlimit(resource.RLIMIT_NOFILE, (NOFILE, NOFILE))
+    resource.setrlimit(resource.RLIMIT_NPROC, (bounds.nproc, bounds.nproc))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (bounds.nofile, bounds.nofile))
 
 
 def _close_fds(*keep: int) -> None:
@@ -114,7 +129,7 @@ def _exit_status(status: int) -> int:
 PROGRAMS: dict[bool, bytes] = {}  # the seccomp filters, compiled once by `serve`: {may start processes: program}
 
 
-def _learner(channel_fd: int, cgroup_fds: list[int], go: int, lib: Any) -> None:
+def _learner(channel_fd: int, cgroup_fds: list[int], go: int, lib: Any, bounds: Bounds) -> None:
     """PID 1 of the notebook's namespace: join the notebook's cgroups, wait until the server holds our pidfd, drop
     every privilege, load the seccomp filter, read the start message, run the notebook. Nothing of the learner's
     runs before all of that."""
@@ -126,7 +141,7 @@ def _learner(channel_fd: int, cgroup_fds: list[int], go: int, lib: Any) -> None:
         if os.read(go, 1) != b"g":
             os._exit(BUILD_FAILED)  # the builder died before the server could hold this process
         os.close(go)
-        drop_privileges(lib)
+        drop_privileges(lib, bounds)
         linux.install_filter(lib, PROGRAMS[bool(cgroup_fds)])  # no cgroup counts them together: no new process
         _close_fds(channel_fd)
         signal.signal(signal.SIGINT, signal.SIG_DFL)
@@ -149,7 +164,7 @@ def _learner(channel_fd: int, cgroup_fds: list[int], go: int, lib: Any) -> None:
     os._exit(0)
 
 
-def _build(channel_fd: int, cgroup_fds: list[int], report: socket.socket) -> None:
+def _build(channel_fd: int, cgroup_fds: list[int], report: socket.socket, bounds: Bounds) -> None:
     """The builder: the notebook's namespaces, then its learner's process; hands the server that process's pidfd,
     lets it run, and reports how it ended (once its whole PID namespace is gone)."""
     try:
@@ -160,13 +175,13 @@ def _build(channel_fd: int, cgroup_fds: list[int], report: socket.socket) -> Non
         # (autogroup, in the unprivileged mode), the notebook's threads weigh as one classmate, not one each
         os.setsid()
         lib = linux.libc()
-        enter_namespaces(lib)
+        enter_namespaces(lib, bounds)
         go_r, go_w = os.pipe()
         learner = os.fork()
         if learner == 0:
             os.close(go_w)
             report.close()
-            _learner(channel_fd, cgroup_fds, go_r, lib)
+            _learner(channel_fd, cgroup_fds, go_r, lib, bounds)
         for fd in (channel_fd, go_r, *cgroup_fds):
             os.close(fd)
         pidfd = os.pidfd_open(learner)
@@ -207,18 +222,18 @@ class Notebook:
         self.report.close()
 
 
-def spawn(channel_fd: int, cgroup_fds: list[int]) -> tuple[Notebook, str]:
+def spawn(channel_fd: int, cgroup_fds: list[int], bounds: Bounds) -> tuple[Notebook, str]:
     """Fork the builder of one notebook and wait until it hands over the learner's pidfd; (handle, error or "")."""
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     pid = os.fork()
     if pid == 0:
         ours.close()
-        _build(channel_fd, cgroup_fds, theirs)
+        _build(channel_fd, cgroup_fds, theirs, bounds)
     theirs.close()
     for fd in (channel_fd, *cgroup_fds):
         os.close(fd)
     notebook = Notebook(pid, ours)
-    if linux.wait_fd(ours.fileno(), SETUP_TIMEOUT):
+    if linux.wait_fd(ours.fileno(), bounds.setup_timeout):
         with contextlib.suppress(OSError):
             _, fds, _, _ = socket.recv_fds(ours, 64, 1)
             notebook.pidfd = fds[0] if fds else -1
@@ -228,13 +243,13 @@ def spawn(channel_fd: int, cgroup_fds: list[int]) -> tuple[Notebook, str]:
     return notebook, ""
 
 
-def _self_test() -> str:
+def _self_test(bounds: Bounds) -> str:
     """Why a notebook's namespaces, mounts or seccomp filter cannot be set up here, or ""."""
     pid = os.fork()
     if pid == 0:
         try:
             lib = linux.libc()
-            enter_namespaces(lib)
+            enter_namespaces(lib, bounds)
             os.pidfd_open(os.getpid())
             linux.check(lib.prctl(linux.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
             linux.install_filter(lib, linux.filter_program(False))
@@ -245,21 +260,23 @@ def _self_test() -> str:
     if status == 0:
         return ""
     try:
-        enter_namespaces(linux.libc())  # in this process only to read the error; the server never forks workers then
+        enter_namespaces(linux.libc(), bounds)  # in this process only to read the error; the server never forks workers then
     except OSError as exc:
         return f"a worker cannot enter its own namespaces inside bubblewrap: {exc.strerror}"
     return "a worker cannot set up its own namespaces inside bubblewrap"
 
 
-def serve(control_fd: int) -> None:
-    """The fork server: preload, say ready, then spawn and kill notebooks as the grader asks, reporting their exits."""
+def serve(control_fd: int, bounds: dict[str, Any]) -> None:
+    """The fork server: preload, say ready, then spawn and kill notebooks as the grader asks, reporting their exits;
+    every notebook within `bounds` (`Bounds`' fields, as `bwrap.fork_server_bounds` gives them)."""
+    kept = Bounds(**bounds)
     control = socket.socket(fileno=control_fd)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     staged_fonts = Path(INSIDE, "matplotlib")
     if staged_fonts.is_dir():
         shutil.copytree(staged_fonts, ENVIRONMENT["MPLCONFIGDIR"], dirs_exist_ok=True)
     t0 = time.perf_counter()
-    error = _self_test()
+    error = _self_test(kept)
     try:
         PROGRAMS.update({processes: linux.filter_program(processes) for processes in (True, False)})
     except ValueError as exc:
@@ -301,7 +318,7 @@ def serve(control_fd: int) -> None:
                 msg = {}
             op, ident = msg.get("op"), msg.get("id")
             if op == "spawn" and fds and isinstance(ident, int):
-                notebooks[ident], error = spawn(fds[0], fds[1:])
+                notebooks[ident], error = spawn(fds[0], fds[1:], kept)
                 fds = []
                 control.send(json.dumps({"op": "spawned", "id": ident, "error": error}).encode())
             elif op == "kill" and ident in notebooks:
@@ -320,7 +337,7 @@ def serve(control_fd: int) -> None:
                 code = json.loads(notebook.report.recv(64) or b"null")
             if not notebook.gone(0):  # the builder died first (it never does on its own): end PID 1 ourselves
                 notebook.kill()
-                notebook.gone(5.0)
+                notebook.gone(kept.exit_timeout)
             if code is None:
                 code = -signal.SIGKILL if os.WIFSIGNALED(status) else BUILD_FAILED
             notebook.close()

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import errno
 import os
-import struct
 import time
 
+from ..channel import HEADER
 from .linux import wait_fd
 
-HEADER = struct.Struct("!i")
-CHUNK = 1 << 20
+CHUNK = 1 << 20  # bytes read at a time
+
+
 class Silent(TimeoutError):
     """Nothing arrived before the deadline (the worker is busy, or stuck)."""
 

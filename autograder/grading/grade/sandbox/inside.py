@@ -1,5 +1,5 @@
 """What runs inside the sandbox, listed once: the modules staged and preloaded there, where they are mounted, and
-what a notebook's process sees (environment, writable mounts and their sizes).
+what a notebook's process sees (environment, writable mounts).
 
 Staging (`stage`), the preload of the process that forks the workers (`worker.preload`, in both modes) and the
 stand-in `autograder` package (it refuses every module that was not staged) all derive from these lists;
@@ -36,10 +36,8 @@ ENVIRONMENT = {  # everything a notebook's process sees of the environment
     "PYTHONDONTWRITEBYTECODE": "1",
 }
 
-MIB = 2**20
-# Each notebook's own writable mounts (tmpfs: its bytes are memory): path -> (bytes, inodes). Nothing writable is
-# shared between notebooks; /dev holds only the device nodes below (bound from the sandbox's) and is read-only.
-MOUNTS = {SCRATCH: (512 * MIB, 20_000), "/tmp": (64 * MIB, 5_000), "/dev/shm": (64 * MIB, 1_000)}
+# Where each of a notebook's own writable mounts is (tmpfs: its bytes are memory; their sizes are settings.py's
+# NOTEBOOK_MOUNTS). Nothing writable is shared between notebooks; /dev holds only the device nodes below (bound from
+# the sandbox's) and is read-only.
+MOUNT_POINTS = {"scratch": SCRATCH, "tmp": "/tmp", "shm": "/dev/shm"}
 DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
-NOFILE = 1024  # open files of one notebook process
-NPROC = 256  # processes of one notebook: its pids cgroup where there is one, else RLIMIT_NPROC (per user, not enforced for root)

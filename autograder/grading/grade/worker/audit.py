@@ -39,7 +39,6 @@ GRADER_MODULES = ("autograder.grading", "autograder.catalog", "autograder.check"
 WRAPPERS = ("inspect", "traceback", "ctypes", "subprocess", "socket", "os", "signal", "pty", "multiprocessing",
             "asyncio", "concurrent", "threading", "bdb", "pdb", "profile", "cProfile", "trace", "types", "importlib",
             "<frozen importlib", "code", "codeop", "runpy", "pickle", "marshal", "shutil")
-MAX_REPORTS = 20  # distinct events reported by one notebook; the first ones are the evidence
 
 
 def _runtime_dirs() -> tuple[str, ...]:
@@ -68,8 +67,8 @@ def _stdlib_module(filename: str, stdlib: tuple[str, ...]) -> str:
 class Hook:
     """The audit hook: decides whether an event is the learner's and hands it to `report` (event, detail, where)."""
 
-    def __init__(self, report: Callable[[str, str, str], None]) -> None:
-        self.report = report
+    def __init__(self, report: Callable[[str, str, str], None], max_reports: int) -> None:
+        self.report, self.max_reports = report, max_reports  # (settings.AUDIT_REPORTS: handed in, stdlib only here)
         paths = sysconfig.get_paths()
         self.runtime = _runtime_dirs()
         self.own = (*self.runtime, os.getcwd().rstrip(os.sep) + os.sep, os.getcwd(), "/tmp", "/dev/null", "/dev/urandom")
@@ -99,7 +98,7 @@ class Hook:
             self.busy.discard(me)
 
     def _check(self, event: str, args: tuple[Any, ...]) -> None:
-        if len(self.seen) >= MAX_REPORTS:
+        if len(self.seen) >= self.max_reports:
             return
         detail = self._detail(event, args)
         if detail is None:
@@ -172,8 +171,9 @@ class Hook:
         return None
 
 
-def install_audit_hook(report: Callable[[str, str, str], None]) -> Hook:
-    """Add the hook (for the life of the process: audit hooks cannot be removed); events go to `report`."""
-    hook = Hook(report)
+def install_audit_hook(report: Callable[[str, str, str], None], max_reports: int) -> Hook:
+    """Add the hook (for the life of the process: audit hooks cannot be removed); events go to `report`, the first
+    `max_reports` distinct ones."""
+    hook = Hook(report, max_reports)
     sys.addaudithook(hook)
     return hook

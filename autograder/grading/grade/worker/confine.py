@@ -9,18 +9,19 @@ import os
 import resource
 from typing import Any
 
+from ....settings import CPU_BACKSTOP, MIB, WORKER_FILE_BYTES
+
 
 def confine(limits: Any, workdir: str) -> None:
     """Own process group, scratch directory, resource limits, no inherited terminal output, nbgrader's environment."""
     os.setpgid(0, 0)  # the grader kills the whole group: processes the notebook starts go too
     os.chdir(workdir)
     os.environ["NBGRADER_EXECUTION"] = "autograde"
-    mb = 1024 * 1024
     caps = {
-        resource.RLIMIT_AS: limits.memory_mb * mb,
+        resource.RLIMIT_AS: limits.memory_mb * MIB,
         resource.RLIMIT_CORE: 0,
-        resource.RLIMIT_FSIZE: 256 * mb,  # a file written in the scratch directory
-        resource.RLIMIT_CPU: int(limits.notebook_timeout) + 5,  # backstop: the grader's wall clock comes first
+        resource.RLIMIT_FSIZE: WORKER_FILE_BYTES,  # a file written in the scratch directory
+        resource.RLIMIT_CPU: int(limits.notebook_timeout) + CPU_BACKSTOP,  # the grader's wall clock comes first
     }
     for what, value in caps.items():
         try:

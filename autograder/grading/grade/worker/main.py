@@ -8,6 +8,7 @@ import sys
 from multiprocessing.connection import Connection
 from typing import Any
 
+from ....settings import AUDIT_REPORTS
 from .. import channel
 from . import prepared
 from .audit import install_audit_hook
@@ -56,7 +57,7 @@ def child_main(conn: Connection, plan: dict[str, Any], workdir: str) -> None:
     confine(limits, workdir)
     writer = channel.Sender(conn)
     guard.watch(writer, kit, conn, guard)
-    install_audit_hook(writer.audit)  # last: from here on, every audited event of learner code is reported
+    install_audit_hook(writer.audit, AUDIT_REPORTS)  # last: from here on, every audited event of learner code is reported
     for index, cell in enumerate(plan["cells"]):
         outputs.next_cell()
         if cell["kind"] == "checks":

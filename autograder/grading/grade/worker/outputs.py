@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ....settings import ERROR_LINES, ERROR_TEXT, MAX_DEPTH, MAX_OUTPUTS, RESERVE
 from .. import channel
 
 
@@ -32,7 +33,7 @@ class Outputs:
     def _room(self, n: int) -> bool:
         if self.truncated or self.dropped:
             return False
-        if self.size + n > self.limit or len(self.items) >= channel.MAX_OUTPUTS:
+        if self.size + n > self.limit or len(self.items) >= MAX_OUTPUTS:
             self.truncated = True
             self._note(channel.NOTE.format(limit=self.limit))
             return False
@@ -86,11 +87,11 @@ class Outputs:
 
     def error(self, ename: str, evalue: str, traceback: list[str]) -> None:
         """An exception that ended the cell: always kept (within the grader's reserve), shortened."""
-        lines = [str(t)[: channel.ERROR_TEXT] for t in traceback[-channel.ERROR_LINES:]]
-        out = {"output_type": "error", "ename": ename[: channel.ERROR_TEXT], "evalue": evalue[: channel.ERROR_TEXT],
+        lines = [str(t)[: ERROR_TEXT] for t in traceback[-ERROR_LINES:]]
+        out = {"output_type": "error", "ename": ename[: ERROR_TEXT], "evalue": evalue[: ERROR_TEXT],
                "traceback": lines}
         n = channel.output_size(out)
-        if self.size + n > self.limit + channel.RESERVE // 2:
+        if self.size + n > self.limit + RESERVE // 2:
             return  # a cell showing error after error: the first ones already decide its grade
         self.size += n
         self.items.append(out)
@@ -141,7 +142,7 @@ def _json_copy(value: Any, room: int) -> Any:
         return None
     copy = json.loads(text)
     try:  # the channel's own rule (nesting, integer size): what it would refuse is dropped here, never sent
-        channel.plain(copy, "an output", channel.MAX_DEPTH, None)
+        channel.plain(copy, "an output", MAX_DEPTH, None)
     except channel.Violation:
         return _NOT_JSON
     return copy
