@@ -318,14 +318,14 @@ def ours_only(students: int, jobs: int, runs: int, rec: Results) -> int:
 def sandbox_costs(workers: int = 20) -> dict[str, float]:
     """The sandbox's own costs: starting it (bubblewrap + the fork server's preload), and one empty worker in it; as
     root, also without the notebook's cgroups (the unprivileged mode), to show what joining them costs."""
-    from autograder.grading import sandbox
-    from autograder.grading.sandbox.cgroup import Cgroups
+    from autograder.grading.grade.sandbox import client
+    from autograder.grading.grade.sandbox.cgroup import Cgroups
 
-    box = sandbox.Sandbox().start()  # the batch's mode
+    box = client.Sandbox().start()  # the batch's mode
     started, mode, root = box.started, box.cgroups.mode.split(":")[0], box.cgroups.available
     medians = {mode: empty_workers(box, workers)}
     if root:
-        medians["unprivileged"] = empty_workers(sandbox.Sandbox(Cgroups(enabled=False)).start(), workers)
+        medians["unprivileged"] = empty_workers(client.Sandbox(Cgroups(enabled=False)).start(), workers)
     print(f"sandbox start (bubblewrap, staging, preload of numpy/matplotlib/IPython): {started:.2f} s, once per batch")
     print(f"one empty worker in the sandbox, launch to done (median of {workers}): "
           + ", ".join(f"{ms:.0f} ms {name}" for name, ms in medians.items())

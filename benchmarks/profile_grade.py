@@ -106,14 +106,15 @@ def profile_run(args: argparse.Namespace, rec: Results) -> int:
         course, ids = workbook_course(Path(tmp), args.students)
         os.environ["AUTOGRADER_COURSE_DIR"] = str(course)
         os.chdir(course)
-        from autograder.grading import batch, sandbox
+        from autograder.grading import batch
+        from autograder.grading.grade.sandbox import client
         from autograder.settings import load_config
 
         profile = Profile()
         if not args.unsafe_no_sandbox:
             t0 = time.perf_counter()
-            sandbox.MODE.pool.warm()
-            sandbox.MODE.pool.current()
+            client.MODE.pool.warm()
+            client.MODE.pool.current()
             print(f"sandbox start (bubblewrap, staging, preload): {time.perf_counter() - t0:.2f} s")
         options = batch.Options("workbook", load_config(str(support.ROOT / "grading_config.py")), str(course), jobs=args.jobs,
                                 progress=False, unsafe_no_sandbox=args.unsafe_no_sandbox, clock=profile)

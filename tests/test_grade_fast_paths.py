@@ -11,7 +11,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder.grading.worker import Guard, Outputs, make_shell, plain_python, run_cell
+from autograder.grading.grade.worker.guard import Guard
+from autograder.grading.grade.worker.outputs import Outputs
+from autograder.grading.grade.worker.shell import make_shell, plain_python, run_cell
 
 OUTPUTS = Outputs(100_000)
 

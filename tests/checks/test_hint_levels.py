@@ -123,8 +123,8 @@ def test_a_level_that_does_not_exist_is_refused():
 
 
 def test_the_batch_graders_shared_settings_carry_the_level_to_its_workers_and_its_fingerprint():
-    from autograder.grading.batch import settings_text
-    from autograder.grading.pipeline import Shared
+    from autograder.grading.discover.fingerprint import settings_text
+    from autograder.grading.grade.pipeline import Shared
 
     shared = Shared({}, Limits(), Tolerance(), None, None, "solution")
     assert pickle.loads(pickle.dumps(shared)).hints == "solution"
@@ -197,7 +197,7 @@ def test_check_in_a_kernel_phrases_at_the_kernels_level(folder, monkeypatch, cap
 def test_the_instructors_class_report_reads_each_sentence_whole_with_no_markup():
     from types import SimpleNamespace
 
-    from autograder.grading.class_report import common_misconceptions
+    from autograder.grading.outputs.misconceptions import common_misconceptions
 
     row = SimpleNamespace(student="s1", notebook="06_neural_net", misconceptions=("train.ascends",))
     sentence = common_misconceptions([row])[0].sentence
