@@ -127,8 +127,8 @@ class InProcess:
 
 
 def test_a_graded_run_flags_the_graders_own_code_and_scores_it_zero():
-    from autograder.grading.grade.judge import judge_cell
     from autograder.grading.discover.assignment import CheckCall
+    from autograder.grading.grade.judge import judge_cell
 
     ns = reference()
     calls = (CheckCall(("mul_forward", "add_forward"), False),)
