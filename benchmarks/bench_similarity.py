@@ -40,7 +40,7 @@ from autograder.settings import Limits, Similarity  # noqa: E402
 from autograder.similarity.command import run  # noqa: E402
 from autograder.similarity.handout import load_handout  # noqa: E402
 from autograder.similarity.public import load_source  # noqa: E402
-from autograder.similarity.read import Bounds, read_class  # noqa: E402
+from autograder.similarity.read import ClassBounds, read_class  # noqa: E402
 
 PLAIN_LIMIT = 500  # learners: copydetect's own all-pairs loop past this takes too long to be worth a row
 
@@ -95,7 +95,7 @@ def learner_files(course: Path, folder: Path) -> tuple[list[Path], Path, Path]:
     handout = load_handout(course / "source" / "workbook", course / "release" / "workbook")
     folders = {p.name: p / "workbook" for p in sorted((course / "submitted").iterdir())}
     s = Similarity()
-    works, _ = read_class(folders, handout, Bounds(Limits().notebook_mb << 20, s.cells_per_notebook, s.cell_bytes, 10**9))
+    works, _ = read_class(folders, handout, ClassBounds(Limits().notebook_mb << 20, s.cells_per_notebook, s.cell_bytes, 10**9))
     (folder / "learners").mkdir(parents=True)
     files = []
     for w in works:

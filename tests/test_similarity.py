@@ -23,7 +23,7 @@ from autograder.grading.outputs.text import valid_text
 from autograder.settings import Limits, Similarity, load_config
 from autograder.similarity import command, compare, page, public
 from autograder.similarity.handout import Exercise, SimilarityError, load_handout
-from autograder.similarity.read import Bounds, read_class, read_notebook
+from autograder.similarity.read import ClassBounds, read_class, read_notebook
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -123,7 +123,7 @@ def test_learner_code_is_never_run(tmp_path: Path) -> None:
 
 # ---------------------------------------------------------------- bounds: before parsing, and what is read at all
 
-BOUNDS = Bounds(notebook_bytes=10_000, cells_per_notebook=3, cell_bytes=40, max_notebooks=100)
+BOUNDS = ClassBounds(notebook_bytes=10_000, cells_per_notebook=3, cell_bytes=40, max_notebooks=100)
 EX = Exercise("nb", "ex_1")
 
 

@@ -22,8 +22,9 @@ from pathlib import Path
 from typing import Any
 
 _PACKAGE = Path(__file__).resolve().parent.parent
-GRADER_DIRS = tuple(str(_PACKAGE / d) + os.sep for d in ("probes", "truth", "checks"))
-GRADER_MODULES = ("autograder.probes", "autograder.truth", "autograder.checks")
+_GRADERS_PARTS = ("probes", "truth", "checks")  # the folders of the grader's own code a learner could reach
+GRADER_DIRS = tuple(str(_PACKAGE / d) + os.sep for d in _GRADERS_PARTS)
+GRADER_MODULES = tuple(f"{_PACKAGE.name}.{d}" for d in _GRADERS_PARTS)
 _DEPTH, _MOST = 4, 2000  # how far from the target to look, and how many objects at most
 
 

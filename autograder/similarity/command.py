@@ -19,7 +19,7 @@ from .fingerprint import Fingerprint, all_hashes, fingerprint, only
 from .handout import Exercise, Handout, SimilarityError
 from .page import Evidence, Side, render
 from .public import PublicSource, load_source
-from .read import Answers, Bounds, printable, read_class
+from .read import Answers, ClassBounds, printable, read_class
 
 PRINTED = 20  # ranked lines printed at the end
 
@@ -57,7 +57,7 @@ def analyse(assignment: str, folders: dict[str, Path], handout: Handout, setting
     """Read every student's solution cells, fingerprint them without the boilerplate, and rank the pairs."""
     check_settings(settings)
     public = {src.name: src for src in (load_source(e) for e in settings.public_engines)}
-    bounds = Bounds(limits.notebook_mb << 20, settings.cells_per_notebook, settings.cell_bytes, settings.max_notebooks)
+    bounds = ClassBounds(limits.notebook_mb << 20, settings.cells_per_notebook, settings.cell_bytes, settings.max_notebooks)
     works, notes = read_class(folders, handout, bounds)
     if len(works) < 2:
         raise SimilarityError(f"{len(works)} readable submission(s) of {assignment!r}: a comparison needs two")

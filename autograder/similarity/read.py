@@ -26,7 +26,7 @@ class Answers:
 
 
 @dataclass(frozen=True)
-class Bounds:
+class ClassBounds:
     """How much of a class is read."""
 
     notebook_bytes: int
@@ -40,7 +40,7 @@ def printable(text: str) -> str:
     return valid_text(text).replace("\n", "\ufffd").replace("\t", " ")
 
 
-def read_notebook(data: bytes, wanted: dict[str, Exercise], bounds: Bounds) -> tuple[dict[Exercise, str], str]:
+def read_notebook(data: bytes, wanted: dict[str, Exercise], bounds: ClassBounds) -> tuple[dict[Exercise, str], str]:
     """The wanted solution cells of one notebook's bytes, and a note ("" when all was well)."""
     try:
         nb = json.loads(data)
@@ -66,7 +66,7 @@ def read_notebook(data: bytes, wanted: dict[str, Exercise], bounds: Bounds) -> t
     return found, note
 
 
-def read_class(folders: dict[str, Path], handout: Handout, bounds: Bounds) -> tuple[list[Answers], list[str]]:
+def read_class(folders: dict[str, Path], handout: Handout, bounds: ClassBounds) -> tuple[list[Answers], list[str]]:
     """Every student's answers (student -> their submission folder), and one note per problem met."""
     notes: list[str] = []
     names = [s for s in folders if valid_text(s) == s and "\n" not in s]
