@@ -76,7 +76,7 @@ def extension_command(args: argparse.Namespace) -> int:
     """Record the extension on the student's submission row, where nbgrader reads it; print the new deadline."""
     from nbgrader.coursedir import CourseDirectory
 
-    from .grading.late import grant_extension
+    from .grading.store.gradebook import grant_extension
 
     extra = datetime.timedelta(days=args.days, hours=args.hours, minutes=args.minutes)
     if extra.total_seconds() < 0:
@@ -162,14 +162,15 @@ def grade_command(args: argparse.Namespace) -> int:
                             looked_at=looked_at(config_path, args.config))
     gc.freeze()  # nbgrader, SQLAlchemy and the catalogue live as long as the batch: its collections need not walk them
     try:
-        rows = batch.run(options)
+        batch.run(options)  # (what it made of the rows to show and the files it wrote: options.shown, options.written)
     finally:
         gc.unfreeze()
-    print(batch.summary(rows))
+    for text in options.shown:
+        print(text)
     if args.cluster is None:  # (a cluster's workers run their own sandboxes)
-        from .grading import sandbox
+        from .grading.grade.sandbox.client import MODE
 
-        print(sandbox.MODE.describe())
+        print(MODE.describe())
     for path in options.written:
         print(f"wrote {path}")
     return 0
@@ -270,7 +271,7 @@ def notebook_json(cells: list[CellResults]) -> str:
 
 def similarity_command(args: argparse.Namespace) -> int:
     """Compare the class's solution cells; print the top of the ranking and where the page is."""
-    from .grading.source import GradingError
+    from .grading.types import GradingError
     from .similarity.command import main_lines
     from .similarity.handout import SimilarityError
 
@@ -317,8 +318,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return similarity_command(args)
         if args.command == "grade":
             # nbgrader takes seconds to import, and `check` (a learner's every keystroke) never needs it
-            from .grading.sandbox import Unavailable
-            from .grading.source import GradingError
+            from .grading.grade.sandbox.client import Unavailable
+            from .grading.types import GradingError
 
             try:
                 return grade_command(args)

@@ -5,10 +5,10 @@ from __future__ import annotations
 import ast
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from .checks.messages import probe_error
 from .probes.safe import LearnerError, captured_output, describe, time_limit
@@ -31,14 +31,7 @@ class Loaded:
 
 def calls_check(source: str) -> bool:
     """True when the code calls `check(...)`: a test cell, not a definition."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return False
-    return any(
-        isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "check"
-        for node in ast.walk(tree)
-    )
+    return bool(check_calls(source))
 
 
 @dataclass(frozen=True)
@@ -48,21 +41,58 @@ class CheckCell:
     label: str
     grade_id: str | None
     points: float | None
-    calls: tuple[tuple[tuple[str, ...], bool], ...]
+    calls: tuple[CheckCall, ...]
 
 
-def check_calls(source: str) -> list[tuple[tuple[str, ...], bool]]:
-    """The `check("name", ..., hidden=True)` calls of a cell, in order: their check names and whether hidden."""
+class CheckCall(NamedTuple):
+    """One `check("a", "b", hidden=True)` call of a cell: its check names, and whether its inputs are hidden."""
+
+    names: tuple[str, ...]
+    hidden: bool
+
+
+def _parse(source: str) -> ast.Module | None:
     try:
-        tree = ast.parse(source)
+        return ast.parse(source)
     except SyntaxError:
+        return None
+
+
+def _is_check(node: ast.AST) -> bool:
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "check"
+
+
+def check_calls(source: str) -> list[CheckCall]:
+    """Every `check(...)` call of a cell, in source order: the names it gives as string constants, and whether it
+    says `hidden=True` (the one parser of check calls: `only_check_calls` is its strict reading)."""
+    tree = _parse(source)
+    if tree is None:
         return []
-    calls = [node for node in ast.walk(tree)
-             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "check"]
-    calls.sort(key=lambda c: (c.lineno, c.col_offset))
-    return [(tuple(a.value for a in c.args if isinstance(a, ast.Constant) and isinstance(a.value, str)),
-             any(k.arg == "hidden" and isinstance(k.value, ast.Constant) and k.value.value is True for k in c.keywords))
+    calls = sorted((node for node in ast.walk(tree) if _is_check(node)), key=lambda c: (c.lineno, c.col_offset))
+    return [CheckCall(tuple(a.value for a in c.args if isinstance(a, ast.Constant) and isinstance(a.value, str)),
+                      any(k.arg == "hidden" and isinstance(k.value, ast.Constant) and k.value.value is True
+                          for k in c.keywords))
             for c in calls]
+
+
+def only_check_calls(source: str, known: Container[str]) -> tuple[CheckCall, ...] | None:
+    """A grade cell's check calls when the cell is nothing but `check("name", ..., hidden=bool)` statements naming
+    `known` checks; None otherwise (the batch grader then runs the cell as code, as plain nbgrader does: an unknown
+    name fails there with the kernel's KeyError)."""
+    tree = _parse(source)
+    if tree is None or not tree.body:
+        return None
+    for stmt in tree.body:
+        call = stmt.value if isinstance(stmt, ast.Expr) else None
+        if not (call is not None and _is_check(call) and call.args):
+            return None
+        assert isinstance(call, ast.Call)
+        if not all(isinstance(a, ast.Constant) and isinstance(a.value, str) and a.value in known for a in call.args):
+            return None
+        if not all(k.arg == "hidden" and isinstance(k.value, ast.Constant) and isinstance(k.value.value, bool)
+                   for k in call.keywords):
+            return None
+    return tuple(check_calls(source))
 
 
 def strip_magics(source: str) -> str:
@@ -81,11 +111,6 @@ def is_definition_cell(cell: Any) -> bool:
     if SKIP_TAGS & set(meta.get("tags", [])):
         return False
     return not calls_check(cell.get("source", ""))
-
-
-def definition_sources(path: Path) -> list[tuple[str, str]]:
-    """(label, code) for each part of the file to execute, in order."""
-    return [part for part in parts(path) if not isinstance(part, CheckCell)]
 
 
 def parts(path: Path) -> list[tuple[str, str] | CheckCell]:

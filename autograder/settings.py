@@ -1,4 +1,13 @@
-"""The grader's own settings, as traitlets classes that `nbgrader_config.py` configures."""
+"""The grader's own settings and every bound it keeps, in one module.
+
+- Configurable settings: traitlets classes that `nbgrader_config.py` configures (`Tolerance`, `Limits`, `BatchGrading`,
+  `Hints`, `Similarity`), each trait with its `help=`. A new setting a course may change is a trait here; the grading
+  fingerprint (`grading.discover.fingerprint.settings_text`) takes every trait of `Limits` and `Tolerance` as it is.
+- Fixed bounds, below `Limits`: what a submission, a worker, the channel, the sandbox and the grader's helpers may hold
+  or take, that no course has reason to change. A new one is a constant here, imported where it is used; the code
+  that runs inside the sandbox with the standard library only (`grading/grade/sandbox/forkserver.py`,
+  `grading/grade/worker/audit.py`) is handed its values when it starts. A test finds no such bound anywhere else.
+"""
 
 from __future__ import annotations
 
@@ -26,9 +35,9 @@ class Limits(Configurable):
     notebook_timeout = Float(300.0, help="Seconds one whole notebook may run while grading.").tag(config=True)
     memory_mb = Int(2048, help="Address-space cap of a grading worker, in MiB.").tag(config=True)
     output_bytes = Int(1_000_000, help="Bytes of output (as notebook JSON) a cell may leave while grading.").tag(config=True)
+    notebook_mb = Int(20, help="Largest submitted notebook file read, in MiB (a bigger one scores 0).").tag(config=True)
     notebook_output_bytes = Int(5_000_000, help="Bytes of output (as notebook JSON) all cells of a notebook may leave "
                                 "while grading; past it, outputs are dropped with a note.").tag(config=True)
-    notebook_mb = Int(20, help="Largest submitted notebook file read, in MiB (a bigger one scores 0).").tag(config=True)
     notebook_cells = Int(10_000, help="Most cells a submitted notebook may hold; more: not read, scored 0 and flagged "
                          "(checked on the file's bytes before it is parsed).").tag(config=True)
     read_timeout = Float(30.0, help="Seconds the grader may spend reading one submitted notebook (parse, bounds, "
@@ -40,6 +49,10 @@ class Limits(Configurable):
                            "MiB.").tag(config=True)
 
 
+MIB = 2**20
+
+# ---------------------------------------------------------------- fixed bounds: a submission
+
 # Bounds on a submitted notebook's shape, checked after its JSON is parsed (in the helper process) and before nbformat
 # validates it: a notebook nested deeper, or with a longer text, is not read (scored 0, flagged).
 NOTEBOOK_DEPTH = 64  # JSON nesting (a notebook's own is ~8; cell metadata a few more)
@@ -50,9 +63,58 @@ NOTEBOOK_TEXT_CHARS = 8 * 2**20  # the longest text, in characters: one JSON str
 # writes it); each file past a bound is refused and flagged, the rest go on.
 OTHER_FILES_BYTES = 50 * 2**20
 OTHER_FILES_COUNT = 1_000
-# Bounds on what the helper makes safe to show (autograder/grading/bounded.py):
+# Bounds on what the helper makes safe to show (autograder/grading/grade/bounded.py):
 HTML_DEPTH = 1_000  # elements open at once in learner HTML (nh3's cleaning is quadratic in it): deeper, shown as text
 STANDIN_CHARS = 2_000  # characters of a cell or output shown as plain text when it could not be made safe in time
+LARGEST_IMAGE = 100_000  # pixels: an image's width or height from its metadata, at most
+SUBMISSION_ENTRIES = 10_000  # files and folders scanned per submission (a collected folder holds a handful)
+TIMESTAMP_BYTES = 4096  # of a submission's timestamp.txt read (nbgrader writes ~30 characters)
+
+# ---------------------------------------------------------------- fixed bounds: the channel (grading/grade/channel.py)
+# What one notebook's worker may send. The output cap itself is Limits.output_bytes (per cell); RESERVE is the room
+# beyond it for the truncation note and one error, which the worker always keeps.
+RESERVE = 64 * 1024
+ERROR_TEXT = 2000  # characters of an error's evalue and of each traceback line
+ERROR_LINES = 20  # traceback lines of one error
+MAX_OUTPUTS = 1000  # outputs of one cell (many tiny outputs cost more than their bytes in a notebook)
+MAX_DEPTH = 8  # nesting of an observation or of a JSON mime value
+MAX_ITEMS = 100_000  # numbers, strings and containers in one observation
+MAX_STRING = 2000  # characters of a string in an observation, a missing target or a suspicion
+MAX_LIST = 100  # entries of a list of names (missing targets, suspicions)
+MAX_OBSERVATION = 1024 * 1024  # JSON bytes of one observation
+MAX_CELL_INDEX = 100_000  # a cell's index in a message
+MAX_INTEGER = 2**53  # the largest integer a message may hold (every float's whole part up to it is exact)
+MAX_AUDITS = 50  # audit reports of one notebook the grader reads (the worker sends at most AUDIT_REPORTS)
+AUDIT_REPORTS = 20  # distinct audited events a worker reports (the first ones are the evidence)
+GRACE = 5.0  # seconds the grader waits beyond a worker's own time limit before it kills the worker
+REQUEST_TIMEOUT = 10.0  # seconds a worker may take to read one request of the grader (a few hundred bytes)
+
+# ---------------------------------------------------------------- fixed bounds: the sandbox (grading/grade/sandbox/)
+SANDBOX_START_TIMEOUT = 60.0  # seconds the fork server may take to import numpy, matplotlib and IPython (~1 s alone)
+SPAWN_TIMEOUT = 10.0  # seconds the fork server may take to start one worker (~10 ms)
+SETUP_TIMEOUT = 10.0  # seconds a notebook's PID 1 may take to be set up (one clone, or a builder's hand-over; ~2 ms)
+PING_TIMEOUT = 10.0  # seconds a fork server that missed a deadline may take to show it still answers
+KILL_TIMEOUT = 3.0  # seconds a killed worker may take to be reported gone before the server is pinged
+EXIT_STATUS_TIMEOUT = 2.0  # seconds a worker that closed its channel may take to report how it ended
+EXIT_TIMEOUT = 5.0  # seconds a killed process (a notebook's, a helper's) may take to be gone before it is waited no more
+CONTROL_TIMEOUT = 5.0  # seconds a request may wait to be written on the sandbox's control socket
+START_SEND_TIMEOUT = 60.0  # seconds a new worker may take to read its start message (its plan and files)
+# Each notebook's own writable mounts (tmpfs: its bytes are memory), by what they are: (bytes, inodes). Where each is
+# mounted is sandbox/inside.py's. Nothing writable is shared between notebooks.
+NOTEBOOK_MOUNTS = {"scratch": (512 * MIB, 20_000), "tmp": (64 * MIB, 5_000), "shm": (64 * MIB, 1_000)}
+EMPTY_TMPFS = (MIB, 64)  # (bytes, inodes) of a notebook's read-only /dev, and of the folder that builds it
+PROC_TMPFS = (4096, 16)  # (bytes, inodes) of the empty tmpfs over a notebook's /proc
+HIDDEN_TMPFS_BYTES = 4096  # the empty tmpfs hiding an installed copy of the grader from the sandbox
+NOFILE = 1024  # open files of one notebook process
+NPROC = 256  # processes of one notebook: its pids cgroup where there is one, else RLIMIT_NPROC (per user, not enforced for root)
+CPU_SHARES = 1024  # every notebook's cgroup weight, the same as one process of the grader's own cgroup
+WORKER_FILE_BYTES = 256 * MIB  # RLIMIT_FSIZE: the largest file a worker writes in its scratch folder
+CPU_BACKSTOP = 5  # seconds of CPU beyond Limits.notebook_timeout (RLIMIT_CPU): the grader's wall clock comes first
+
+# ---------------------------------------------------------------- fixed bounds: the helpers (grading/grade/bounded.py)
+HELPER_START_TIMEOUT = 120.0  # seconds the zygote may take to import the readers and renderers (~1 s alone)
+FORK_TIMEOUT = 10.0  # seconds a helper's fork request may take once the zygote is up
+JOB_SEND_TIMEOUT = 10.0  # seconds an idle helper may take to read its job (a notebook: a few MB at most)
 
 
 class BatchGrading(Configurable):

@@ -3,7 +3,7 @@
 Run by hand: `python benchmarks/bench_catalog.py [--repeats N]`. Prints seconds and ratios; asserts nothing.
 
 Every check cell must answer within 1 s on 2 cores (issue 10), also when it fails and the blame runs each method's
-isolated probe: the cells are timed on the solutions and on every notebook-level mistake of tests/notebook_corpus.py.
+isolated probe: the cells are timed on the solutions and on every notebook-level mistake of tests/checks/notebook_corpus.py.
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "tests" / "workbook"))  # the support modules
+sys.path.insert(0, str(ROOT / "tests" / "checks"))
 
 from notebook_corpus import DIAGNOSED, MISTAKES, SOURCE, notebook, run  # noqa: E402
 

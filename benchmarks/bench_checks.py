@@ -1,17 +1,17 @@
 """How long a learner waits for a check: the slowest check of each notebook on its slowest known mistake, on busy
 cores, from a cold start (the learner's first check in a new kernel: nothing the grader remembers yet).
 
-Run by hand: .venv/bin/python benchmarks/bench_checks.py [--busy N] [--notebook 04_bricks] [--no-engine-file]
+Run by hand: .venv/bin/python benchmarks/bench_checks.py [--busy N] [--notebook 04_bricks] [--no-engine-file] [--results]
 
-Every known mistake of tests/notebook_corpus.py (MISTAKES, its held-out ones and DIAGNOSED) is written into the
+Every known mistake of tests/checks/notebook_corpus.py (MISTAKES, its held-out ones and DIAGNOSED) is written into the
 workbook's solution notebook, whose cells then run as a learner's kernel runs them: the check cells call
 `autograder.check(...)` with what the learner's notebook holds (the hidden tests are not in it), the other cells
 run as under nbgrader (demos short). Each mistake runs in a process forked from one that has imported everything
 the notebook's first cell imports and has run no check, so nothing is remembered from another mistake. Each
 check call is timed: wall seconds (what the learner waits) and the CPU seconds of the process. Then the same for
-tests/mistakes.py's engine mistakes, each check of the catalogue timed alone on the buggy engine (what
+tests/checks/mistakes.py's engine mistakes, each check of the catalogue timed alone on the buggy engine (what
 `python -m autograder check engine.py` runs). `--busy N` (default 2) keeps N other processes spinning meanwhile:
-the 2 busy cores the target is set on. Results: benchmarks/results/checks.json.
+the 2 busy cores the target is set on. With --results: benchmarks/results/bench_checks.json.
 """
 
 from __future__ import annotations
@@ -27,9 +27,11 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "workbook"))  # the support modules
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "checks"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import results
+from results import Results, add_option, recording, slug
 
 TARGET = 1.0  # seconds: every check a learner runs answers within this
 
@@ -128,7 +130,7 @@ def notebook_cells(variant: Any) -> list[tuple[str, bool]]:
 
 
 def engine_checks(name: str) -> list[dict[str, Any]]:
-    """Each check of the catalogue alone on tests/mistakes.py's engine with mistake `name`, timed."""
+    """Each check of the catalogue alone on tests/checks/mistakes.py's engine with mistake `name`, timed."""
     import mistakes
 
     from autograder import checks
@@ -163,8 +165,18 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--busy", type=int, default=2, help="spinning processes beside the checks (default 2)")
     parser.add_argument("--notebook", action="append", help="only this notebook (repeatable), e.g. 04_bricks")
-    parser.add_argument("--no-engine-file", action="store_true", help="skip tests/mistakes.py's engine mistakes")
+    parser.add_argument("--no-engine-file", action="store_true", help="skip tests/checks/mistakes.py's engine mistakes")
+    add_option(parser, "bench_checks")
     args = parser.parse_args()
+    with recording("bench_checks", args.results) as rec:
+        code = slowest_checks(args, rec)
+        rec.ok = code != 2
+    return code
+
+
+def slowest_checks(args: argparse.Namespace, rec: Results) -> int:
+    """Every known mistake, cold, beside `args.busy` spinners; print and record the slowest check of each notebook.
+    0 when every one answers within TARGET, 1 when one does not, 2 when a run failed."""
     warm_imports()
     import mistakes
     import notebook_corpus
@@ -181,7 +193,7 @@ def main() -> int:
             got = in_child(lambda v=variant: run_notebook(notebook_cells(v)))
             if isinstance(got, dict):
                 print(f"{variant.notebook} {name}: {got['error']}")
-                return 1
+                return 2
             for call in got:
                 best = slowest.get(variant.notebook)
                 if best is None or call["wall_s"] > best["wall_s"]:
@@ -191,7 +203,7 @@ def main() -> int:
                 got = in_child(engine_checks, name)
                 if isinstance(got, dict):
                     print(f"engine file {name}: {got['error']}")
-                    return 1
+                    return 2
                 for call in got:
                     best = slowest.get("engine file (.py)")
                     if best is None or call["wall_s"] > best["wall_s"]:
@@ -209,9 +221,16 @@ def main() -> int:
         print(f"{nb:20s} {call['wall_s']:7.3f} {call['cpu_s']:6.3f}  {ok:10s} {', '.join(call['checks'])} ({call['mistake']})")
     print(f"load average now {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} CPUs (the spinners "
           "included; other work on the machine adds to the wall times)")
-    results.write("checks", {nb: {k: (round(v, 3) if isinstance(v, float) else v) for k, v in call.items()}
-                             for nb, call in sorted(slowest.items())},
-                  notes=f"busy={args.busy}; wall and CPU seconds of one check(...) call, cold; target {TARGET} s wall")
+    for nb, call in sorted(slowest.items()):
+        key = "engine_file" if nb.startswith("engine file") else f"nb{slug(nb)}"
+        what = f"{nb}: the slowest check ({', '.join(call['checks'])}) on its slowest mistake ({call['mistake']})"
+        rec.figure(f"{key}_s", call["wall_s"], "s", what + ", wall", 2)
+        rec.figure(f"{key}_cpu_s", call["cpu_s"], "s", what + ", CPU", 3)
+    rec.figure("slowest_s", max(c["wall_s"] for c in slowest.values()), "s", "the slowest check of all, wall", 2)
+    rec.figure("slowest_cpu_s", max(c["cpu_s"] for c in slowest.values()), "s", "the most CPU one check took", 2)
+    rec.figure("target_s", TARGET, "s", "the target: every check a learner runs answers within it", 1)
+    rec.figure("mistakes", len(variants), "mistakes", "notebook mistakes run", 0)
+    rec.note(f"{args.busy} processes spinning beside the checks; each mistake cold, in a process of its own")
     return 0 if all(c["wall_s"] <= TARGET for c in slowest.values()) else 1
 
 

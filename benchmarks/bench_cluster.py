@@ -28,7 +28,7 @@ from typing import Any
 
 WORKERS = 2
 TARGET, HOUR = 120_000, 3600.0
-LOADED = ("nbformat", "autograder.grading.pipeline")  # what a fresh worker must not have imported yet
+LOADED = ("nbformat", "autograder.grading.grade.pipeline")  # what a fresh worker must not have imported yet
 
 # Only the standard library at module level: each LocalCluster worker process imports this module again (the
 # `spawn` start method), and must start as a plain `dask worker` does, with nothing of the grader imported.
@@ -139,7 +139,7 @@ def on_local_cluster(cmd: list[str], course: Path) -> tuple[float, ClusterRun, C
     """(LocalCluster start, the first run on its fresh workers, a second run on the same workers); or why not."""
     from distributed import Client, LocalCluster, get_task_stream
 
-    from autograder.grading.cluster import TOPIC
+    from autograder.grading.grade.cluster import TOPIC
 
     t0 = time.perf_counter()
     with LocalCluster(n_workers=WORKERS, threads_per_worker=1, processes=True, dashboard_address=":0") as lc, Client(lc) as client:
@@ -181,7 +181,7 @@ def capacity(task_s: float, warm_s: float, fresh_s: float) -> int:
 
 def journal_append(course: Path) -> float:
     """One journal append with TARGET records in the journal: it does not grow with the cohort."""
-    from autograder.grading.journal import Journal
+    from autograder.grading.store.journal import Journal
 
     secret = bytes.fromhex((course / ".autograder-secret").read_text().strip())
     journal = Journal(course, secret)

@@ -1,6 +1,7 @@
 """Plain `nbgrader autograde` vs `python -m autograder grade` on the same corpus: times, ratio, identical scores.
 
 Run by hand: .venv/bin/python benchmarks/bench_grade.py [--jobs N] [--workbook STUDENTS [--repeat R] [--ours-only RUNS]]
+                [--results]
 Without --workbook: 20 submissions of the test fixture assignment (tests/fixtures/source/ps1).
 With --workbook S: S students each handing in the real six-notebook workbook (solutions, untouched
 stubs, and solutions with classic mistakes, in turn), graded three ways in one run: plain nbgrader, ours in
@@ -13,7 +14,7 @@ Each command's CPU seconds are counted with its whole process tree, the sandbox'
 cgroup v1 `cpuacct` group of its own (exact, whatever else runs on the machine); elsewhere from wait4 (children a
 command reaped; the sandbox's workers may be missed, and the figure says so). Ours per notebook is printed twice:
 all of the run / notebooks, and past the start (the CPU of `grade` with nothing to do, which imports, reads the
-course and writes the outputs, taken off). Results: benchmarks/results/grade.json.
+course and writes the outputs, taken off). With --results: benchmarks/results/bench_grade.json.
 """
 
 from __future__ import annotations
@@ -35,7 +36,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import results
 import support
-from results import add_option, machine_cpu
+from results import Results, add_option, machine_cpu, recording
+
+TARGET_SPEEDUP = 30.0  # plain nbgrader's wall time / ours, in the sandbox, --workbook 12
+TARGET_VS_FLOOR = 1.5  # ours' CPU per notebook / the floor's
 
 
 def main() -> int:
@@ -54,10 +58,18 @@ def main() -> int:
     if args.floor_of:
         print(json.dumps(floor_of(Path(args.floor_of))))
         return 0
-    if args.workbook and args.ours_only:
-        return ours_only(args.workbook, args.jobs, args.ours_only)
-    if args.workbook:
-        return bench_workbook(args.workbook, args.jobs, args.repeat)
+    with recording("bench_grade", args.results) as rec:
+        if args.workbook and args.ours_only:
+            rec.ok = ours_only(args.workbook, args.jobs, args.ours_only, rec) == 0
+        elif args.workbook:
+            rec.ok = bench_workbook(args.workbook, args.jobs, args.repeat, rec) == 0
+        else:
+            rec.ok = bench_fixture(args.jobs, rec) == 0
+    return 0 if rec.ok else 1
+
+
+def bench_fixture(jobs: int, rec: Results) -> int:
+    """The test fixture's assignment (20 honest submissions), graded by plain nbgrader and by ours."""
     with tempfile.TemporaryDirectory(prefix="bench-grade-") as tmp:
         plain = support.make_course(Path(tmp) / "plain")
         students = support.honest_corpus(plain)
@@ -69,7 +81,7 @@ def main() -> int:
         result = support.nbgrader(plain, "autograde", support.ASSIGNMENT, check=False)
         t_plain = time.perf_counter() - t0
         t0 = time.perf_counter()
-        mine = support.grade_ours(ours, *(["--jobs", str(args.jobs)] if args.jobs else []))
+        mine = support.grade_ours(ours, *(["--jobs", str(jobs)] if jobs else []))
         t_ours = time.perf_counter() - t0
         if result.returncode or mine.returncode:
             print(f"a grader failed: nbgrader exit {result.returncode}, ours exit {mine.returncode}\n{mine.stderr}")
@@ -80,6 +92,12 @@ def main() -> int:
         print(f"plain nbgrader autograde : {t_plain:6.1f} s  ({t_plain / len(students):.2f} s per notebook)")
         print(f"python -m autograder grade: {t_ours:6.1f} s  ({t_ours / len(students):.2f} s per notebook)")
         print(f"speed-up: {t_plain / t_ours:.1f}x")
+        rec.figure("fixture_submissions", len(students), "notebooks", "submissions of the fixture assignment", 0)
+        rec.figure("fixture_plain_s", t_plain, "s", "plain nbgrader autograde, the fixture assignment", 1)
+        rec.figure("fixture_ours_s", t_ours, "s", "ours in the OS sandbox, the fixture assignment", 1)
+        rec.figure("fixture_speedup", t_plain / t_ours, "x", "plain nbgrader's wall time / ours", 1)
+        rec.figure("same_scores", float(same), "", "1 when every grade cell scored the same both ways", 0)
+        rec.note(f"jobs={jobs or 'default'}")
         return 0 if same else 1
 
 
@@ -107,7 +125,7 @@ def workbook_course(tmp: Path, students: int) -> tuple[Path, list[str]]:
     return plain, ids
 
 
-def bench_workbook(students: int, jobs: int, repeat: int = 3) -> int:
+def bench_workbook(students: int, jobs: int, repeat: int, rec: Results) -> int:
     """The real workbook, graded both ways from one generated course; our CPU per notebook against the floor."""
     config = str(support.ROOT / "grading_config.py")
     with tempfile.TemporaryDirectory(prefix="bench-workbook-") as tmp:
@@ -170,24 +188,50 @@ def bench_workbook(students: int, jobs: int, repeat: int = 3) -> int:
               f"{1000 * floor_per:.1f} ms CPU per notebook")
         print(f"ours in the sandbox: {1000 * per_cpu:.1f} ms CPU per notebook = {per_cpu / floor_per:.1f}x the floor; past "
               f"the start: {1000 * past_start:.1f} ms = {past_start / floor_per:.1f}x")
+        print(f"targets: {TARGET_SPEEDUP:g}x plain nbgrader (now {a.wall / mid.wall:.1f}x: "
+              f"{'reached' if a.wall / mid.wall >= TARGET_SPEEDUP else 'not reached'}), at most {TARGET_VS_FLOOR:g}x the "
+              f"floor (now {per_cpu / floor_per:.1f}x: {'reached' if per_cpu / floor_per <= TARGET_VS_FLOOR else 'not reached'})")
         print(f"load average (1, 5, 15 min) before: {' '.join(f'{x:.2f}' for x in load_before)}, after: "
               f"{' '.join(f'{x:.2f}' for x in load_after)} on {os.cpu_count()} CPUs; the machine's cores meanwhile busy "
               f"{busy1[0] - busy0[0]:.0f} s, idle {busy1[1] - busy0[1]:.0f} s")
         costs = sandbox_costs()
-        results.write("grade", {
-            "students": students, "notebooks": notebooks, "scores_identical": same, "cpu_counted_by": how,
-            "plain_nbgrader": {"wall_s": round(a.wall, 2), "cpu_s": round(a.cpu, 2)},
-            "ours_sandboxed": {"wall_s": [round(t.wall, 2) for t in ours], "cpu_s": [round(t.cpu, 2) for t in ours],
-                               "median_wall_s": round(mid.wall, 2)},
-            "ours_unsandboxed": {"wall_s": round(c.wall, 2), "cpu_s": round(c.cpu, 2)},
-            "ours_nothing_to_do": {"wall_s": round(again.wall, 2), "cpu_s": round(again.cpu, 2)},
-            "speedup_wall": round(a.wall / mid.wall, 1), "speedup_wall_unsandboxed": round(a.wall / c.wall, 1),
-            "floor_cpu_ms_per_notebook": round(1000 * floor_per, 1),
-            "ours_cpu_ms_per_notebook": round(1000 * per_cpu, 1), "ours_vs_floor": round(per_cpu / floor_per, 2),
-            "ours_cpu_ms_per_notebook_past_start": round(1000 * past_start, 1),
-            "ours_past_start_vs_floor": round(past_start / floor_per, 2),
-            "load_average_before": [round(x, 2) for x in load_before], "load_average_after": [round(x, 2) for x in load_after],
-            **costs}, notes=f"jobs={jobs or 'default'}; repeat={repeat}")
+        ours_wall = mid.wall
+        ours_cpu = results.median([t.cpu for t in ours])
+        for key, value, unit, what, digits in (
+                ("students", students, "students", "students, each handing in the six workbook notebooks", 0),
+                ("notebooks", notebooks, "notebooks", "notebooks graded by each grader", 0),
+                ("same_scores", float(same), "", "1 when every grade cell scored the same three ways", 0),
+                ("plain_s", a.wall, "s", "plain nbgrader autograde, the whole course (wall)", 1),
+                ("ours_s", ours_wall, "s", f"python -m autograder grade in the OS sandbox, the whole course (wall, "
+                                           f"median of {len(ours)})", 1),
+                ("unsafe_s", c.wall, "s", "python -m autograder grade --unsafe-no-sandbox, the whole course (wall)", 1),
+                ("nothing_to_do_s", again.wall, "s", "python -m autograder grade with every notebook graded (wall)", 1),
+                ("plain_per_notebook_s", a.wall / notebooks, "s", "plain nbgrader, per notebook (wall)", 2),
+                ("ours_per_notebook_s", ours_wall / notebooks, "s", "ours in the sandbox, per notebook (wall)", 2),
+                ("speedup", a.wall / ours_wall, "x", "plain nbgrader's wall time / ours in the sandbox", 1),
+                ("speedup_unsandboxed", a.wall / c.wall, "x", "plain nbgrader's wall time / ours unsandboxed", 1),
+                ("plain_cpu_s", a.cpu, "s", "plain nbgrader's CPU time, its whole process tree", 1),
+                ("ours_cpu_s", ours_cpu, "s", "ours in the sandbox, CPU time of its whole process tree (median)", 1),
+                ("speedup_cpu", a.cpu / max(ours_cpu, 1e-9), "x", "plain nbgrader's CPU time / ours in the sandbox", 1),
+                ("floor_cpu_ms", 1000 * floor_per, "ms", "the floor: CPU per notebook of the same learner code and "
+                                                        "checks in one warm process, no isolation", 1),
+                ("ours_cpu_ms", 1000 * per_cpu, "ms", "ours in the sandbox: CPU per notebook, the whole run", 1),
+                ("ours_vs_floor", per_cpu / floor_per, "x", "ours' CPU per notebook / the floor's", 1),
+                ("ours_past_start_cpu_ms", 1000 * past_start, "ms", "ours: CPU per notebook past the start (the run "
+                                                                   "less the one with nothing to do)", 1),
+                ("ours_past_start_vs_floor", past_start / floor_per, "x", "ours past the start / the floor", 1),
+                ("sandbox_start_s", costs["sandbox_start_s"], "s", "starting the sandbox, once per batch", 2),
+                ("target_speedup", TARGET_SPEEDUP, "x", "the target: plain nbgrader's wall time / ours (issue 36)", 0),
+                ("target_vs_floor", TARGET_VS_FLOOR, "x", "the target: ours' CPU per notebook / the floor's (issue 36)", 1)):
+            rec.figure(key, value, unit, what, digits)
+        for name, ms in costs.items():
+            if name.startswith("empty_worker_ms_"):
+                mode = name.removeprefix("empty_worker_ms_")
+                rec.figure(f"empty_worker_{mode}_ms", ms, "ms", f"one empty worker, launch to done ({mode})", 0)
+        rec.note(f"jobs={jobs or 'default'}; {len(ours)} runs of ours in the sandbox; CPU counted by {how}")
+        rec.note(f"load average before {' '.join(f'{x:.2f}' for x in load_before)}, after "
+                 f"{' '.join(f'{x:.2f}' for x in load_after)}; the machine's cores busy {busy1[0] - busy0[0]:.0f} s and "
+                 f"idle {busy1[1] - busy0[1]:.0f} s meanwhile (other work on a shared machine slows the wall times)")
         return 0 if same else 1
 
 
@@ -235,7 +279,7 @@ def floor_of(course: Path) -> dict[str, float]:
     return {"cpu_s": time.process_time() - t0, "notebooks": len(work)}
 
 
-def ours_only(students: int, jobs: int, runs: int) -> int:
+def ours_only(students: int, jobs: int, runs: int, rec: Results) -> int:
     """Our sandboxed grader alone, `runs` times on fresh copies of one course: each run's wall time and points."""
     config = str(support.ROOT / "grading_config.py")
     with tempfile.TemporaryDirectory(prefix="bench-workbook-") as tmp:
@@ -263,27 +307,30 @@ def ours_only(students: int, jobs: int, runs: int) -> int:
                 points = sum(float(line["score"]) for line in csv.DictReader(f))
             print(f"run {n + 1}: ours, in the OS sandbox: {times[-1]:6.2f} s, {points:g} points; the machine's cores "
                   f"busy {busy:.1f} s, idle {idle:.1f} s")
-        print(f"best {min(times):.2f} s, median {sorted(times)[len(times) // 2]:.2f} s of {runs} runs "
+        print(f"best {min(times):.2f} s, median {results.median(times):.2f} s of {runs} runs "
               f"({students} students x 6 notebooks); load average now {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+        rec.figure("ours_only_best_s", min(times), "s", f"ours in the sandbox, best of {runs} runs (wall)", 2)
+        rec.figure("ours_only_median_s", results.median(times), "s", f"ours in the sandbox, median of {runs} runs (wall)", 2)
+        rec.note(f"--ours-only: {students} students, jobs={jobs or 'default'}; no nbgrader, so no ratio")
         return 0
 
 
 def sandbox_costs(workers: int = 20) -> dict[str, float]:
     """The sandbox's own costs: starting it (bubblewrap + the fork server's preload), and one empty worker in it; as
     root, also without the notebook's cgroups (the unprivileged mode), to show what joining them costs."""
-    from autograder.grading import sandbox
-    from autograder.grading.sandbox.cgroup import Cgroups
+    from autograder.grading.grade.sandbox import client
+    from autograder.grading.grade.sandbox.cgroup import Cgroups
 
-    box = sandbox.Sandbox().start()  # the batch's mode
+    box = client.Sandbox().start()  # the batch's mode
     started, mode, root = box.started, box.cgroups.mode.split(":")[0], box.cgroups.available
     medians = {mode: empty_workers(box, workers)}
     if root:
-        medians["unprivileged"] = empty_workers(sandbox.Sandbox(Cgroups(enabled=False)).start(), workers)
+        medians["unprivileged"] = empty_workers(client.Sandbox(Cgroups(enabled=False)).start(), workers)
     print(f"sandbox start (bubblewrap, staging, preload of numpy/matplotlib/IPython): {started:.2f} s, once per batch")
     print(f"one empty worker in the sandbox, launch to done (median of {workers}): "
           + ", ".join(f"{ms:.0f} ms {name}" for name, ms in medians.items())
           + " (own namespaces, tmpfs scratch, no capabilities; the root mode's cgroups joined on the way)")
-    return {"sandbox_start_s": round(started, 2), **{f"empty_worker_ms_{name}": round(ms, 1) for name, ms in medians.items()}}
+    return {"sandbox_start_s": started, **{f"empty_worker_ms_{name}": ms for name, ms in medians.items()}}
 
 
 def empty_workers(box: Any, workers: int) -> float:

@@ -1,12 +1,13 @@
 """How well and how fast `python -m autograder similarity` finds the planted copies of a synthetic class.
 
 Run by hand (a few minutes; the 2,000-learner class dominates):
-    .venv/bin/python benchmarks/bench_similarity.py [--students 200 2000] [--seed 0] [--dolos DIR]
+    .venv/bin/python benchmarks/bench_similarity.py [--students 200 2000] [--seed 0] [--dolos DIR] [--results]
 
 For each class size, a synthetic class of the real workbook (tests/similarity_class.py: independent learners in the
 styles of the mistake corpus and the engine styles, and planted verbatim, renamed, reordered and ring copies and
 micrograd pastes) is written as a course, and the command's own steps run on it in this process, timed (wall and
-CPU seconds). Printed and written to benchmarks/results/similarity.json, side by side for the same class:
+CPU seconds). Printed (with --results also written to benchmarks/results/bench_similarity.json), side by side for
+the same class:
 - this report: precision and recall of the planted pairs in the top k of its ranking (k = the number planted), the
   pairs it flags (z >= Similarity.flag_z) that were not planted, the highest z of an unplanted pair and the lowest of
   a planted one, per kind;
@@ -20,10 +21,7 @@ CPU seconds). Printed and written to benchmarks/results/similarity.json, side by
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
-import os
-import platform
 import shutil
 import subprocess
 import sys
@@ -33,8 +31,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import similarity_class  # noqa: E402
+from results import Results, add_option, recording  # noqa: E402
 
 from autograder.settings import Limits, Similarity  # noqa: E402
 from autograder.similarity.command import run  # noqa: E402
@@ -172,42 +172,59 @@ def one_class(students: int, seed: int, dolos_dir: Path | None) -> dict:
     return row
 
 
-def main() -> None:
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--students", type=int, nargs="+", default=[200, 2000])
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--dolos", type=Path, help="a folder with node_modules/@dodona/dolos-lib")
-    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "similarity.json")
+    add_option(parser, "bench_similarity")
     args = parser.parse_args()
-    rows = []
-    for n in args.students:
-        row = one_class(n, args.seed, args.dolos)
-        rows.append(row)
-        o = row["ours"]
-        print(f"{n} learners ({row['notebooks']} notebooks, {row['planted_pairs']} planted pairs):")
-        print(f"  this report:      P@k {o['precision_at_k']:.3f}  R@k {o['recall_at_k']:.3f}  {o['seconds']:7.1f} s "
-              f"({o['cpu_seconds']:.1f} CPU s)  flagged {o['flagged']} ({o['flagged_not_planted']} not planted, "
-              f"{o['planted_flagged']} of {row['planted_pairs']} planted)")
-        print(f"    highest unplanted z: pair {o['highest_unplanted_pair_z']} (flag {o['flag_z']:g}), public engine "
-              f"{o['highest_unplanted_public_z']} (flag {o['flag_public_z']:g}); lowest planted z by kind: "
-              f"{o['lowest_planted_z_by_kind']}")
-        for name in ("copydetect_plain", "dolos"):
-            r = row.get(name)
-            if r and "error" not in r:
-                print(f"  {name + ':':17} P@k {r['precision_at_k']:.3f}  R@k {r['recall_at_k']:.3f}  {r['seconds']:7.1f} s "
-                      f"({r['seconds'] / max(o['seconds'], 1e-9):.1f}x this report's time)")
-            elif r:
-                print(f"  {name}: failed: {r['error']}")
-    result = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-              "command": " ".join([".venv/bin/python", "benchmarks/bench_similarity.py", *sys.argv[1:]]),
-              "machine": {"platform": platform.platform(), "python": platform.python_version(), "cpus": os.cpu_count(),
-                          "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
-                          "note": "2 cores shared with other work: wall times are noisy, CPU seconds less so"},
-              "seed": args.seed, "classes": rows}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"wrote {args.out}")
+    with recording("bench_similarity", args.results) as rec:
+        for n in args.students:
+            report_class(one_class(n, args.seed, args.dolos), rec)
+        rec.note(f"seed {args.seed}; wall times on a shared machine are noisy, CPU seconds less so")
+    return 0
+
+
+def report_class(row: dict, rec: Results) -> None:
+    """Print one class's row, the tools side by side, and record its figures (named by the class's size)."""
+    n, o = row["students"], row["ours"]
+    print(f"{n} learners ({row['notebooks']} notebooks, {row['planted_pairs']} planted pairs):")
+    print(f"  this report:      P@k {o['precision_at_k']:.3f}  R@k {o['recall_at_k']:.3f}  {o['seconds']:7.1f} s "
+          f"({o['cpu_seconds']:.1f} CPU s)  flagged {o['flagged']} ({o['flagged_not_planted']} not planted, "
+          f"{o['planted_flagged']} of {row['planted_pairs']} planted)")
+    print(f"    highest unplanted z: pair {o['highest_unplanted_pair_z']} (flag {o['flag_z']:g}), public engine "
+          f"{o['highest_unplanted_public_z']} (flag {o['flag_public_z']:g}); lowest planted z by kind: "
+          f"{o['lowest_planted_z_by_kind']}")
+    for key, value, unit, what, digits in (
+            ("notebooks", row["notebooks"], "notebooks", "notebooks handed in", 0),
+            ("planted", row["planted_pairs"], "pairs", "planted pairs (k)", 0),
+            ("precision", o["precision_at_k"], "", "this report: precision (= recall) of the planted pairs in its top k", 3),
+            ("flagged", o["flagged"], "pairs", "this report: pairs standing out", 0),
+            ("flagged_not_planted", o["flagged_not_planted"], "pairs", "this report: pairs standing out, not planted", 0),
+            ("highest_unplanted_z", o["highest_unplanted_pair_z"], "", "the highest z of a pair not planted", 1),
+            ("highest_unplanted_public_z", o["highest_unplanted_public_z"], "",
+             "the highest z against micrograd of a learner who did not paste it", 1),
+            ("lowest_planted_z", min(o["lowest_planted_z_by_kind"].values()), "", "the lowest z of a planted pair", 1),
+            ("ours_s", o["seconds"], "s", "this report: read, compare, write the page (wall)", 1),
+            ("ours_cpu_s", o["cpu_seconds"], "s", "this report: read, compare, write the page (CPU)", 1)):
+        rec.figure(f"{key}_{n}", value, unit, f"{n} learners: {what}", digits)
+    for kind, z in o["lowest_planted_z_by_kind"].items():
+        rec.figure(f"lowest_planted_z_{kind}_{n}", z, "", f"{n} learners: the lowest z of a planted {kind} copy", 1)
+    for name, label in (("copydetect_plain", "copydetect"), ("dolos", "dolos")):
+        r = row.get(name)
+        if r and "error" not in r:
+            print(f"  {name + ':':17} P@k {r['precision_at_k']:.3f}  R@k {r['recall_at_k']:.3f}  {r['seconds']:7.1f} s "
+                  f"({r['seconds'] / max(o['seconds'], 1e-9):.1f}x this report's time)")
+            rec.figure(f"{label}_precision_{n}", r["precision_at_k"], "",
+                       f"{n} learners: {label} out of the box, precision (= recall) in its top k", 3)
+            rec.figure(f"{label}_s_{n}", r["seconds"], "s", f"{n} learners: {label} out of the box (wall)", 1)
+            rec.figure(f"{label}_vs_ours_{n}", r["seconds"] / max(o["seconds"], 1e-9), "x",
+                       f"{n} learners: {label}'s wall time / this report's", 1)
+        elif r:
+            print(f"  {name}: failed: {r['error']}")
+            rec.ok = False
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -1,6 +1,6 @@
 """Start-up of every command a learner or an instructor types, before and after, side by side in one run.
 
-Run by hand: .venv/bin/python benchmarks/bench_startup.py [--repeat N] [--before REV]
+Run by hand: .venv/bin/python benchmarks/bench_startup.py [--repeat N] [--before REV] [--results]
 
 Builds a small course (the real workbook, `nbgrader generate_assignment`, three students: a solution, an untouched
 notebook and one with mistakes), grades it once with ours and one student with plain nbgrader, then times, N times
@@ -16,7 +16,7 @@ process tree: `results.timed_tree`) of:
 (AUTOGRADER_LAZY_IRI=0: jsonschema builds the IRI grammar at import, as before it) and, with --before REV, our
 commands run from that revision's `autograder/` (git archive, first on PYTHONPATH). Then, for each of our commands
 and `nbgrader --version`, where the start-up goes: `python -X importtime`'s total and the modules that cost most
-themselves. Results: benchmarks/results/startup.json.
+themselves. With --results: benchmarks/results/bench_startup.json.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import results
 import support
 from bench_grade import workbook_course
+from results import Results, add_option, recording, slug
 
 ROOT = support.ROOT
 CONFIG = str(ROOT / "grading_config.py")
@@ -97,7 +98,15 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=3, help="runs of each command on each side (default 3)")
     parser.add_argument("--before", metavar="REV", help="also run our commands from this revision's autograder/")
+    add_option(parser, "bench_startup")
     args = parser.parse_args()
+    with recording("bench_startup", args.results) as rec:
+        rec.ok = startup(args, rec) == 0
+    return 0 if rec.ok else 1
+
+
+def startup(args: argparse.Namespace, rec: Results) -> int:
+    """Time every command before and after, interleaved; print and record the medians and where start-up goes."""
     with tempfile.TemporaryDirectory(prefix="bench-startup-") as tmp:
         course, _ = workbook_course(Path(tmp), 3)
         sides = environments(course, old_tree(args.before, Path(tmp) / "before") if args.before else None)
@@ -118,29 +127,32 @@ def main() -> int:
                         print(f"{name} ({side}) failed, exit {t.returncode}:\n{t.stderr[-2000:]}")
                         return 1
                     runs.setdefault(name, {}).setdefault(side, []).append(t)
-        figures: dict[str, object] = {"commands": {}, "imports": {}}
         print(f"\nmedian of {args.repeat} runs each, before and after interleaved; wall s (CPU s: {results.CPU_HOW}"
-              f")\n{'command':42s} {'before':>16s} {'after':>16s} {'wall ratio':>10s}")
+              f")\n{'command':42s} {'before':>16s} {'after':>16s} {'wall ratio':>10s} {'CPU ratio':>9s}")
         for name, by_side in runs.items():
-            row = {side: {"wall_s": round(results.median([t.wall for t in ts]), 3),
-                          "cpu_s": round(results.median([t.cpu for t in ts]), 3)} for side, ts in by_side.items()}
-            figures["commands"][name] = row  # type: ignore[index]
-            b, a = row["before"], row["after"]
-            print(f"{name:42s} {b['wall_s']:6.2f} ({b['cpu_s']:5.2f}) {a['wall_s']:8.2f} ({a['cpu_s']:5.2f}) "
-                  f"{b['wall_s'] / max(a['wall_s'], 1e-9):9.1f}x")
+            row = {side: (results.median([t.wall for t in ts]), results.median([t.cpu for t in ts]))
+                   for side, ts in by_side.items()}
+            (bw, bc), (aw, ac) = row["before"], row["after"]
+            print(f"{name:42s} {bw:6.2f} ({bc:5.2f}) {aw:8.2f} ({ac:5.2f}) {bw / max(aw, 1e-9):9.1f}x "
+                  f"{bc / max(ac, 1e-9):8.1f}x")
+            key = slug(name)
+            for side, (wall, cpu) in row.items():
+                rec.figure(f"{key}_{side}_s", wall, "s", f"{name}, {side}: median wall time", 2)
+                rec.figure(f"{key}_{side}_cpu_s", cpu, "s", f"{name}, {side}: median CPU time of its process tree", 2)
+            rec.figure(f"{key}_cpu_ratio", bc / max(ac, 1e-9), "x", f"{name}: CPU before / after", 1)
         print("\nwhere start-up goes (after; python -X importtime, one run): seconds importing, costliest modules by "
               "their own time")
         for name, cmd in commands(course).items():
             if name.startswith("nbgrader") and name != "nbgrader --version":
                 continue
             total, costly = import_profile(cmd, sides["after"], course)
-            figures["imports"][name] = {"import_s": round(total, 3),  # type: ignore[index]
-                                        "costliest": [[m, round(s, 3)] for m, s in costly]}
+            rec.figure(f"{slug(name)}_import_s", total, "s", f"{name}: seconds importing (python -X importtime)", 2)
             print(f"{name:42s} {total:5.2f} s: " + ", ".join(f"{m} {s:.2f}" for m, s in costly))
         print(f"\nload average now {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} CPUs (other "
               "work on the machine slows both sides alike; CPU seconds are less noisy than wall)")
-        results.write("startup", figures, notes=f"repeat={args.repeat}; before: AUTOGRADER_LAZY_IRI=0"
-                      + (f" and autograder/ from {args.before}" if args.before else ""))
+        rec.note(f"{args.repeat} runs of each command on each side, interleaved; before: AUTOGRADER_LAZY_IRI=0"
+                 + (f" and autograder/ from {args.before}" if args.before else " (this checkout's code)"))
+        rec.note(f"CPU counted by {results.CPU_HOW}")
     return 0
 
 

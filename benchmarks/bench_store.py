@@ -73,10 +73,11 @@ class Replay:
 
 def grade_templates(course: Path) -> tuple[Any, list[Any]]:
     """The assignment's spec and the real results of grading the course's three students (plus the not-graded kinds)."""
-    from autograder.grading import pipeline, sandbox
-    from autograder.grading.executors import LocalPool
-    from autograder.grading.source import load_assignment
-    from autograder.grading.store import course_secret
+    from autograder.grading.discover.assignment import load_assignment
+    from autograder.grading.grade import pipeline
+    from autograder.grading.grade.executors import LocalPool
+    from autograder.grading.grade.sandbox import client
+    from autograder.grading.store.files import course_secret
     from autograder.grading.types import Code, Item, Reason, Result, Task
     from autograder.settings import Limits, Tolerance, load_config
 
@@ -85,8 +86,8 @@ def grade_templates(course: Path) -> tuple[Any, list[Any]]:
     shared = pipeline.Shared(spec.notebooks, Limits(config=config), Tolerance(config=config), course_secret(course))
     tasks = [Task(Item(s.name, nb, s / ASSIGNMENT / f"{nb}.ipynb"), "fp") for s in sorted((course / "submitted").iterdir())
              for nb in spec.notebooks]
-    with sandbox.MODE.using(False):
-        sandbox.MODE.ready()
+    with client.MODE.using(False):
+        client.MODE.ready()
         pool = LocalPool(shared, 2)
         try:
             results = [f.result() for f in [pool.submit(t) for t in tasks]]
@@ -176,9 +177,9 @@ def compared(students: list[str], count: int) -> list[str]:
 
 def store_fast(db_url: str, root: Path, spec: Any, results: dict[str, Any]) -> tuple[float, list[Any]]:
     """The production writer, timed: (seconds, rows); then whether its cost per notebook grows with the cohort."""
-    from autograder.grading.journal import Journal
-    from autograder.grading.store import register_students
-    from autograder.grading.writer import Paths, Writer
+    from autograder.grading.store.gradebook import GradebookWriter
+    from autograder.grading.store.journal import Journal
+    from autograder.grading.store.writer import Paths, Writer
 
     tasks = [r.task for r in results.values()]
     stages: dict[str, list[float]] = {}  # stage -> each notebook's share, in the order stored
@@ -187,15 +188,16 @@ def store_fast(db_url: str, root: Path, spec: Any, results: dict[str, Any]) -> t
         stages.setdefault(stage, []).append(seconds)
 
     t0 = time.perf_counter()
-    register_students(db_url, COURSE_ID, [t.item.student for t in tasks])
     journal = Journal(root, b"\0" * 32)
-    writer = Writer(db_url, COURSE_ID, ASSIGNMENT, spec,
-                    Paths(lambda s: root / "autograded" / s / ASSIGNMENT, root / "release" / ASSIGNMENT), journal, clock)
-    try:
-        rows = writer.run(tasks, Replay(dict(results)), progress=False)
-    finally:
-        writer.close()
-        journal.close()
+    with GradebookWriter.open(db_url, COURSE_ID, ASSIGNMENT) as gradebook:
+        gradebook.register_students([t.item.student for t in tasks])
+        writer = Writer(gradebook, spec, Paths(lambda s: root / "autograded" / s / ASSIGNMENT, root / "release" / ASSIGNMENT),
+                        journal, clock)
+        try:
+            rows = writer.run(tasks, Replay(dict(results)), progress=False)
+        finally:
+            writer.close()
+            journal.close()
     seconds = time.perf_counter() - t0
     print(f"writer: {len(writer.groups)} transactions, {max(writer.groups)} notebooks in the largest")
     fifth = max(1, len(tasks) // 5)
@@ -208,13 +210,16 @@ def store_fast(db_url: str, root: Path, spec: Any, results: dict[str, Any]) -> t
 
 
 def finish_fast(db_url: str, root: Path, base: Path, rows: list[Any]) -> float:
-    """The steps after grading (`batch.finish`: times and late penalties in bulk, other files), timed."""
+    """The steps after grading (`finish.steps.finish`: times and late penalties in bulk, other files), timed."""
     from nbgrader.coursedir import CourseDirectory
 
-    from autograder.grading import batch
+    from autograder.grading.discover.course import Course
+    from autograder.grading.finish.steps import finish
+    from autograder.grading.store.gradebook import GradebookWriter
 
     t0 = time.perf_counter()
-    batch.finish(batch.Course(CourseDirectory(config=late_config(root, db_url, base)), root), ASSIGNMENT, rows)
+    with GradebookWriter.open(db_url, COURSE_ID, ASSIGNMENT) as gradebook:
+        finish(Course(CourseDirectory(config=late_config(root, db_url, base)), root), ASSIGNMENT, rows, gradebook)
     return time.perf_counter() - t0
 
 
@@ -248,8 +253,8 @@ def store_plain(db_url: str, results: dict[str, Any], release: Path) -> None:
     from nbgrader.api import Gradebook
     from nbgrader.utils import parse_utc
 
-    from autograder.grading.formgrader import flag_box
-    from autograder.grading.pipeline import not_graded
+    from autograder.grading.grade.pipeline import not_graded
+    from autograder.grading.store.gradebook import flag_box
     from autograder.grading.types import Code
 
     with Gradebook(db_url, COURSE_ID) as gb, warnings.catch_warnings():
@@ -287,7 +292,7 @@ _SPECS: dict[str, Any] = {}
 
 
 def _spec_of(gb: Any, notebook: str) -> Any:
-    from autograder.grading.source import load_assignment
+    from autograder.grading.discover.assignment import load_assignment
 
     if not _SPECS:
         _SPECS.update(load_assignment(gb.db.get_bind().url.render_as_string(hide_password=False), ASSIGNMENT).notebooks)
@@ -422,7 +427,7 @@ def bench(args: argparse.Namespace, rec: Results) -> int:
                                          results, release, sample)
             rec.figure("sqlite_store_rate", args.notebooks / s_lite, "notebooks/s", "the writer into SQLite", 0)
             rec.figure("sqlite_finish_rate", args.notebooks / f_lite, "notebooks/s",
-                       "late penalties and other files (batch.finish), SQLite", 0)
+                       "late penalties and other files (finish.steps.finish), SQLite", 0)
             lines += [f"finish: {args.notebooks} notebooks in {f_lite:.2f} s: {args.notebooks / f_lite:.0f} "
                       "notebooks/s (sqlite)",
                       f"store: {args.notebooks} notebooks in {s_lite:.2f} s: {args.notebooks / s_lite:.0f} "
@@ -447,7 +452,7 @@ def bench(args: argparse.Namespace, rec: Results) -> int:
                 ok = ok and ok_pg
                 rec.figure("postgresql_store_rate", args.notebooks / s_pg, "notebooks/s", "the writer into PostgreSQL", 0)
                 rec.figure("postgresql_finish_rate", args.notebooks / f_pg, "notebooks/s",
-                           "late penalties and other files (batch.finish), PostgreSQL", 0)
+                           "late penalties and other files (finish.steps.finish), PostgreSQL", 0)
                 lines.insert(len(lines) // 2, f"finish: {args.notebooks} notebooks in {f_pg:.2f} s: "
                              f"{args.notebooks / f_pg:.0f} notebooks/s (postgresql)")
                 lines.append(f"store: {args.notebooks} notebooks in {s_pg:.2f} s: {args.notebooks / s_pg:.0f} "

@@ -1,6 +1,6 @@
 """Where `python -m autograder grade` spends its time: by pipeline step and writer stage, per notebook kind.
 
-Run by hand: .venv/bin/python benchmarks/profile_grade.py [--students N] [--jobs J] [--unsafe-no-sandbox]
+Run by hand: .venv/bin/python benchmarks/profile_grade.py [--students N] [--jobs J] [--unsafe-no-sandbox] [--results]
 
 Builds the same course as `bench_grade.py --workbook N` (the real workbook; solutions, blanks and mistakes in turn)
 and grades it in this process with `batch.run`, timed through the grader's own clock (`Options.clock`: every step
@@ -17,7 +17,7 @@ store, charged to its notebooks), nothing patched:
   store: ...         the writer: rows, the gradebook transaction, autograded files waited for, the journal append
 
 With --jobs 1 (the default here) the per-notebook stages add up to the wall time; with more jobs they are
-thread-seconds.
+thread-seconds. With --results: benchmarks/results/profile_grade.json.
 """
 
 from __future__ import annotations
@@ -35,10 +35,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import results
 import support
 from bench_grade import workbook_course
-from results import Results, add_option, recording
+from results import Results, add_option, recording, slug
 
 STEPS = ["read_submission", "parse_notebook", "sanitize_notebook", "execute_and_judge", "mark_not_run", "render_notebook"]
 INSIDE = ["worker start", "judge (probes included)"]
@@ -64,7 +63,7 @@ def import_seconds() -> float:
     return float(done.stdout)
 
 
-def report(profile: Profile, counts: dict[str, int], wall: float, imports: float, jobs: int) -> None:
+def report(profile: Profile, counts: dict[str, int], wall: float, imports: float, jobs: int, rec: Results) -> None:
     """One line per notebook kind (mean ms per notebook, by stage), then the totals."""
     sec = profile.seconds
     store = sorted({s for _, s in sec if s.startswith("store: ")})
@@ -83,8 +82,9 @@ def report(profile: Profile, counts: dict[str, int], wall: float, imports: float
           f"(worker start {total['worker start']:.2f} s, judge {total['judge (probes included)']:.2f} s); the rest of the "
           f"grader's own steps and the writer: {grader - total['judge (probes included)']:.2f} s")
     notebooks = sum(counts.values()) or 1
-    results.write("profile-grade", {"jobs": jobs, "notebooks": notebooks, "wall_s": round(wall, 2), "import_s": round(imports, 2),
-                                    "ms_per_notebook": {s: round(1000 * total[s] / notebooks, 1) for s in stages}})
+    for stage in stages:
+        rec.figure(f"{slug(stage.replace('store: ', 'store '))}_ms", 1000 * total[stage] / notebooks, "ms",
+                   f"{stage}: milliseconds per notebook (jobs={jobs})", 1)
 
 
 def main() -> int:
@@ -106,14 +106,15 @@ def profile_run(args: argparse.Namespace, rec: Results) -> int:
         course, ids = workbook_course(Path(tmp), args.students)
         os.environ["AUTOGRADER_COURSE_DIR"] = str(course)
         os.chdir(course)
-        from autograder.grading import batch, sandbox
+        from autograder.grading import batch
+        from autograder.grading.grade.sandbox import client
         from autograder.settings import load_config
 
         profile = Profile()
         if not args.unsafe_no_sandbox:
             t0 = time.perf_counter()
-            sandbox.MODE.pool.warm()
-            sandbox.MODE.pool.current()
+            client.MODE.pool.warm()
+            client.MODE.pool.current()
             print(f"sandbox start (bubblewrap, staging, preload): {time.perf_counter() - t0:.2f} s")
         options = batch.Options("workbook", load_config(str(support.ROOT / "grading_config.py")), str(course), jobs=args.jobs,
                                 progress=False, unsafe_no_sandbox=args.unsafe_no_sandbox, clock=profile)
@@ -125,10 +126,11 @@ def profile_run(args: argparse.Namespace, rec: Results) -> int:
             counts[row.notebook] += 1
         print(f"{len(rows)} notebooks of {len(ids)} students graded, {sum(r.score for r in rows):g} points in all"
               + ("" if not args.unsafe_no_sandbox else ", UNSANDBOXED"))
-        report(profile, counts, wall, imports, args.jobs)
+        report(profile, counts, wall, imports, args.jobs, rec)
         rec.figure("notebooks", len(rows), "notebooks", "notebooks graded", 0)
         rec.figure("wall_s", wall, "s", f"batch.run's wall time (jobs={args.jobs})")
         rec.figure("imports_s", imports, "s", "a fresh interpreter importing the grader")
+        rec.note(f"{args.students} students, jobs={args.jobs}" + (", unsandboxed" if args.unsafe_no_sandbox else ""))
     return 0
 
 

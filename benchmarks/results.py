@@ -1,9 +1,15 @@
-"""What a benchmark run leaves for the docs: benchmarks/results/<name>.json, with the machine, the date and the command.
+"""What a benchmark run leaves for the docs: benchmarks/results/<name>.json, with the machine, the date and the command;
+and the measuring helpers the benchmarks share.
 
-A benchmark keeps printing its figures as before; with `--results` it also writes them here: every line it printed
-(the docs show them as they are) and its key figures by name (the docs quote them by name, never retyped). The
-docs site (docs/benchmarks.md) reads these files when it builds; a test fails when a page quotes a figure no results
-file holds. Written only when the run ends well, so a failed run never replaces the last good one.
+A benchmark prints its figures, ratios side by side, in one run; with `--results` it also writes them here: every
+line it printed (the docs show them as they are), its key figures by name with their units (the docs quote them by
+name with {bench}, never retyped), and notes on the run (its options, the load on the machine). The docs site
+(docs/benchmarks.md) reads these files when it builds; a test fails when a page quotes a figure no results file holds.
+Written only when the run ends well, so a failed run never replaces the last good one.
+
+Measuring helpers: `timed` (a command's wall and CPU seconds), `timed_tree` (its whole process tree's CPU, as root a
+cpuacct cgroup of its own), `CpuAccount` (that cgroup), `machine_cpu` (the machine's busy and idle core-seconds),
+`median`, `slug` (a printed label as a figure's name).
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ import io
 import json
 import os
 import platform
+import re
 import resource
 import shlex
 import subprocess
@@ -26,7 +33,6 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 FOLDER = ROOT / "benchmarks" / "results"
-RESULTS = FOLDER
 
 
 def default_path(name: str) -> Path:
@@ -58,16 +64,27 @@ def machine() -> dict[str, Any]:
             "python": platform.python_version(), "load_average_at_start": [round(x, 2) for x in load]}
 
 
+# What a benchmark measures: the grader, its tests' support code, the notebooks and the benchmarks themselves. A change
+# elsewhere (the docs, earlier results) does not make the measured code differ from the commit.
+MEASURED = ("autograder", "benchmarks", "tests", "solutions", "notebooks", "pyproject.toml", "nbgrader_config.py",
+            "grading_config.py", "workbook")
+
+
 def commit() -> str:
-    """The checkout's commit, with `+changes` when its tracked files differ from it."""
+    """The checkout's commit, with `+changes` when the measured code (MEASURED, less earlier results) differs from it."""
     try:
         head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
                               check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True,
-                               text=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", *MEASURED,
+                                ":!benchmarks/results"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return ""
     return head + ("+changes" if dirty else "")
+
+
+def slug(label: str) -> str:
+    """A printed label as a figure's name: `nbgrader generate_feedback (1 student)` -> `nbgrader_generate_feedback_1_student`."""
+    return re.sub(r"[^a-z0-9]+", "_", label.lower()).strip("_")
 
 
 class _Tee(io.TextIOBase):
@@ -83,28 +100,38 @@ class _Tee(io.TextIOBase):
 
 
 class Results:
-    """The figures of one run: named values, and every line the run printed."""
+    """The figures of one run: named values with their units, notes on the run, and every line the run printed."""
 
     def __init__(self, name: str) -> None:
         self.name = name
         self.figures: dict[str, dict[str, Any]] = {}
+        self.notes: list[str] = []
         self.printed: list[str] = []
         self.started = datetime.datetime.now(datetime.timezone.utc)
         self.machine = machine()
+        self.commit = commit()  # what was measured: the code as the run started
         self.ok = True  # the benchmark sets it False when a grader failed: nothing is written then
 
     def figure(self, key: str, value: float, unit: str, what: str, digits: int = 2) -> None:
         """A figure the docs may quote by `key`: `value` `unit` (s, ms, x, notebooks/s, ...), rounded to `digits`."""
+        if not re.fullmatch(r"[a-z0-9_]+", key):
+            raise ValueError(f"a figure's name is lower case, digits and underscores: {key!r}")
         self.figures[key] = {"value": round(float(value), digits), "unit": unit, "what": what}
+
+    def note(self, text: str) -> None:
+        """A note on the run the docs show with it (its options, what the load was, what to compare)."""
+        self.notes.append(text)
 
     def document(self, argv: list[str]) -> dict[str, Any]:
         """The JSON document written for the docs."""
         args = [a for a in argv if not a.startswith("--results")]
+        load = [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else []
         return {"benchmark": self.name,
                 "command": shlex.join([".venv/bin/python", f"benchmarks/{self.name}.py", *args]),
                 "date": self.started.strftime("%Y-%m-%d %H:%M UTC"),
-                "commit": commit(),
-                "machine": self.machine,
+                "commit": self.commit,
+                "machine": {**self.machine, "load_average_at_end": load},
+                "notes": self.notes,
                 "figures": self.figures,
                 "output": "".join(self.printed).rstrip("\n").splitlines()}
 
@@ -133,17 +160,6 @@ def load(name: str) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------- measuring helpers the benchmarks share
-
-def write(name: str, figures: dict[str, Any], notes: str = "") -> Path:
-    """benchmarks/results/<name>.json: the machine, the date, the command that ran, the figures; its path."""
-    RESULTS.mkdir(exist_ok=True)
-    path = RESULTS / f"{name}.json"
-    record = {"benchmark": name, "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-              "command": " ".join(shlex.quote(a) for a in [Path(sys.executable).name, *sys.argv]),
-              "machine": machine(), "notes": notes, "figures": figures}
-    path.write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n")
-    print(f"results written to {path.relative_to(RESULTS.parent.parent)}")
-    return path
 
 
 @dataclass

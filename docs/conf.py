@@ -20,9 +20,10 @@ copyright = "the autograd-workbook maintainers"
 release = version = autograder.__version__
 
 extensions = ["myst_nb", "workbook_docs"]
-exclude_patterns = ["_build", "Thumbs.db", ".DS_Store", "notes/README.md"]
+exclude_patterns = ["_build", "Thumbs.db", ".DS_Store"]
 root_doc = "index"
 nitpicky = True  # every cross-reference must resolve
+smartquotes = False  # `--results` and `--version` stay as typed in prose too, never turned into dashes
 
 # MyST: Markdown pages; headings get anchors (#how-a-check-diagnoses) that links may name, and that are checked
 myst_enable_extensions = ["colon_fence", "deflist", "attrs_inline"]

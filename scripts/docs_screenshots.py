@@ -14,6 +14,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "tests" / "workbook"))  # the support modules
+sys.path.insert(0, str(ROOT / "tests" / "checks"))
 
 from browser_support import DOCS_PICTURES, DOCS_SCREENS  # noqa: E402
 

@@ -2,7 +2,7 @@
 
 Run it where PyTorch is installed: `.venv/bin/python scripts/record_torch_reference.py`. It rewrites
 autograder/aids/torch_reference.json, stamped with the version of torch that made the numbers. The functions and inputs
-below are notebook 05's; tests/test_workbook_torch.py runs the notebook live and compares it with this file.
+below are notebook 05's; tests/workbook/test_workbook_torch.py runs the notebook live and compares it with this file.
 """
 
 from __future__ import annotations

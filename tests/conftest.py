@@ -1,12 +1,17 @@
-"""Shared fixtures."""
+"""Shared fixtures, and the support modules' folders on sys.path (every test module imports them by name)."""
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 ENGINES = Path(__file__).resolve().parent / "engines"
+# tests/checks (the catalogue's: engine_corpus, mistakes, twins, notebook_corpus, ...) and tests/workbook (the
+# notebooks': nbgrader_mode), for the test modules of every folder
+SUPPORT = [str(ROOT / "tests" / folder) for folder in ("checks", "workbook")]
+sys.path[1:1] = [p for p in SUPPORT if p not in sys.path]
 
 
 @pytest.fixture(scope="session")

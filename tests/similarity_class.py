@@ -2,7 +2,7 @@
 
 Every learner answers every solution cell of the six workbook notebooks. For each cell they pick a formulation, as
 learners do: the reference solution, a correct alternative or a mistake of the notebook corpus
-(tests/notebook_corpus.py), or the method as one of the engine styles of tests/engines/ writes it. On top, each has
+(tests/checks/notebook_corpus.py), or the method as one of the engine styles of tests/engines/ writes it. On top, each has
 habits of their own that survive renaming (`x = x + ...` for `+=`, operands the other way round, a temporary for
 `out.grad`, a `return` through a variable, debug prints, an extra assert), their own names for local variables, and
 their own comments.

@@ -30,7 +30,7 @@ from nbgrader.api import Gradebook
 from test_browser_lab import chromium  # noqa: F401  (the fixture: Chromium and Playwright, or skip)
 from test_course_formgrader import instructor_lab  # noqa: F401  (`./workbook instructor` on the course fixture's folder)
 
-from autograder.grading import page_policy
+from autograder.grading.feedback import page_policy
 
 pytestmark = pytest.mark.browser
 NOTEBOOK = "02_values"
@@ -140,7 +140,7 @@ def _feedback_page(learner_html: str, verdict: list[dict]) -> str:
     from nbgrader.server_extensions.formgrader import handlers
     from traitlets.config import Config
 
-    from autograder.grading.feedback_page import FeedbackExporter
+    from autograder.grading.feedback.feedback_page import FeedbackExporter
 
     test = nbformat.v4.new_code_cell('check("add_forward")', outputs=[nbformat.from_dict(o) for o in verdict], metadata={
         "nbgrader": {"grade": True, "solution": False, "grade_id": "check_02_add", "points": 1, "score": 0}})
@@ -243,6 +243,38 @@ def test_the_class_report_is_inert(course, context, canary: Canary) -> None:
         assert page.locator("svg.histogram").count() > 0 and page.locator("#students").count() == 1
         _assert_inert(page, console, canary, before, ("h1", "#students"))
         assert server.requests == [f"/{support.WORKBOOK}.html"], server.requests
+        page.close()
+    finally:
+        server.close()
+
+
+@pytest.mark.slow
+def test_the_similarity_page_of_a_hostile_class_is_inert(context, canary: Canary, tmp_path: Path) -> None:
+    """Learners named and writing every page attack (in their code, comments and strings) are compared and shown side
+    by side: the page `python -m autograder similarity` writes does nothing in Chromium."""
+    import similarity_class
+
+    from autograder.settings import load_config
+    from autograder.similarity import command
+
+    attacks = [a.text(canary.url) for a in ATTACKS]
+    added = "\n" + "".join(f"# {line}\n" for text in attacks for line in text.splitlines()) + f"shown = {attacks!r}\n"
+    evil = {nb: {gid: text + added for gid, text in cells.items()} for nb, cells in similarity_class.solution_cells().items()}
+    names = ['<img src=x onerror="window.__pwned=1">', "<svg onload=alert(1)>", "o'neil\"&<b>"]  # (a folder name: no '/')
+    similarity_class.write_course(tmp_path / "course", [similarity_class.Learner(n, evil) for n in names])
+    config = load_config(tmp_path / "course" / "nbgrader_config.py")
+    config.Similarity.flag_z = 0.0  # every pair stands out: each shown side by side
+    config.Similarity.common_floor = len(names)  # what all of them share is evidence here, not "what every answer is"
+    _report, paths = command.run(similarity_class.ASSIGNMENT, config, str(tmp_path / "course"))
+    html_page = next(p for p in paths if p.suffix == ".html")
+    assert all(a.text(canary.url) not in html_page.read_text() for a in ATTACKS if "<" in a.text(canary.url))  # escaped
+    server, before = Canary(html_page.parent), len(canary.requests)
+    try:
+        page, console = _open(context, f"{server.url}/{html_page.name}")
+        assert page.locator("section.pair").count() == 3  # every pair side by side, the attacks in them as text
+        assert "onerror" in page.locator("#ranking").inner_text()
+        _assert_inert(page, console, canary, before, ("h1", ".verdict", "#ranking"))
+        assert server.requests == [f"/{html_page.name}"], server.requests
         page.close()
     finally:
         server.close()

@@ -17,7 +17,7 @@ from autograder.checks.messages import hint
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 NOTEBOOK = "02_values"
-# bob records `*` as the op of `+`: add.wrong_op (tests/notebook_corpus.py's add_records_star)
+# bob records `*` as the op of `+`: add.wrong_op (tests/checks/notebook_corpus.py's add_records_star)
 MISTAKE = {f"{NOTEBOOK}.ipynb": ("ex_02_add", '(self, other), "+")', '(self, other), "*")')}
 STUDENTS = {"ada": ("Lovelace", "Ada"), "bob": ("Builder", "Bob")}
 SENTENCE = " ".join(hint("add.wrong_op").split("{")[0].split()[:5])

@@ -13,7 +13,7 @@ import pytest
 import support
 
 from autograder.checks.messages import MISCONCEPTIONS
-from autograder.grading import class_report
+from autograder.grading.outputs import class_report, misconceptions
 
 CHROMIUM = Path("/usr/bin/chromium")
 
@@ -41,7 +41,7 @@ ROWS = [
 
 
 def test_misconceptions_are_ranked_by_students_each_counted_once():
-    common = class_report.common_misconceptions(ROWS)
+    common = misconceptions.common_misconceptions(ROWS)
     assert [(m.id, len(m.students)) for m in common] == [
         ("add.assigns_instead_of_accumulating", 2), ("backward.forward_order", 2), ("tanh.uses_input", 2)]
     assert common[0].students == ("ada", "bob") and common[0].method == "Value.__add__"
@@ -49,20 +49,20 @@ def test_misconceptions_are_ranked_by_students_each_counted_once():
 
 
 def test_csv_has_one_row_per_misconception_most_common_first():
-    rows = list(csv.DictReader(io.StringIO(class_report.render_csv(ROWS))))
+    rows = list(csv.DictReader(io.StringIO(misconceptions.render_csv(ROWS))))
     assert [r["misconception"] for r in rows] == ["add.assigns_instead_of_accumulating", "backward.forward_order", "tanh.uses_input"]
     assert rows[0]["students"] == "2" and rows[0]["student_ids"] == "ada bob"
 
 
 def test_the_misconceptions_csv_reads_back_as_written_line_ends_included(tmp_path):
     rows = [*ROWS, Row("eve\nmallory,5\r\u202e", "03_backward", 1, 8, misconceptions=["backward.forward_order"])]
-    class_report.write(tmp_path, "workbook", rows)
+    misconceptions.write(tmp_path / "reports" / "workbook-misconceptions.csv", rows)
     data = (tmp_path / "reports" / "workbook-misconceptions.csv").read_bytes().decode("utf-8")
     assert "\ufffd" not in data and data.endswith("\r\n")  # every line ends as csv wrote it, never in U+FFFD
     assert "\n" not in data.replace("\r\n", "") and "\r" not in data.replace("\r\n", "")
     with open(tmp_path / "reports" / "workbook-misconceptions.csv", encoding="utf-8", newline="") as f:
         back = list(csv.reader(f))
-    assert back == list(csv.reader(io.StringIO(class_report.render_csv(rows), newline="")))
+    assert back == list(csv.reader(io.StringIO(misconceptions.render_csv(rows), newline="")))
     assert back[1][:4] == ["backward.forward_order", "Value.backward", "3", "bob cy<script> eve\\nmallory,5\\r\\u202e"]
 
 
@@ -130,7 +130,8 @@ def test_report_opens_in_chromium_with_its_histograms_and_table(tmp_path):
         pytest.skip("no /usr/bin/chromium")
     from playwright.sync_api import sync_playwright
 
-    page_path = class_report.write(tmp_path, "workbook", ROWS)
+    page_path = class_report.page_path(tmp_path, "workbook")
+    class_report.write(page_path, "workbook", ROWS)
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True,
                                     args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])

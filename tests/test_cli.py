@@ -162,7 +162,7 @@ def test_notebook_path_imports_only_definition_cells(tmp_path):
 
 
 def test_a_gradebook_error_never_shows_the_database_password() -> None:
-    from autograder.grading.source import GradingError, load_assignment
+    from autograder.grading.discover.assignment import GradingError, load_assignment
 
     with pytest.raises(GradingError) as caught:
         load_assignment("postgresql+psycopg://grader:S3cretPW@127.0.0.1:1/course", "workbook")

@@ -20,7 +20,7 @@ import pytest
 import support
 from support import WORKBOOK_MISTAKES
 
-from autograder.lms import CANVAS_IDENTITY, POINTS_POSSIBLE
+from autograder.grading.outputs.lms import CANVAS_IDENTITY, POINTS_POSSIBLE
 
 sys.path.insert(0, str(support.ROOT / "docs" / "_ext"))
 import references

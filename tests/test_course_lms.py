@@ -11,9 +11,9 @@ import pytest
 import support
 from nbgrader.api import Gradebook
 
-from autograder.grading.batch import write_csv
+from autograder.grading.outputs.lms import CANVAS_IDENTITY, POINTS_POSSIBLE, CanvasCollectorPlugin, CanvasExportPlugin
+from autograder.grading.outputs.summary import write_csv
 from autograder.grading.types import Code, Reason, Row, Status
-from autograder.lms import CANVAS_IDENTITY, POINTS_POSSIBLE, CanvasCollectorPlugin, CanvasExportPlugin
 
 
 @pytest.fixture
@@ -96,7 +96,7 @@ def test_zip_collect_files_a_canvas_download_under_the_roster_s_student_ids(tmp_
         z.writestr(f"martinalice_1001_5551_{support.NOTEBOOK}.ipynb", released)
         z.writestr(f"nguyenbob_LATE_1002_5552_{support.NOTEBOOK}-1.ipynb", released)
         z.writestr(f"strangerx_9999_5554_{support.NOTEBOOK}.ipynb", released)
-    r = support.nbgrader(root, "zip_collect", support.ASSIGNMENT, "--collector=autograder.lms.CanvasCollectorPlugin")
+    r = support.nbgrader(root, "zip_collect", support.ASSIGNMENT, "--collector=autograder.grading.outputs.lms.CanvasCollectorPlugin")
     assert "not recognized" not in r.stderr
     submitted = sorted(p.relative_to(root / "submitted").as_posix() for p in (root / "submitted").rglob("*.ipynb"))
     assert submitted == [f"alice/{support.ASSIGNMENT}/{support.NOTEBOOK}.ipynb", f"bob/{support.ASSIGNMENT}/{support.NOTEBOOK}.ipynb"]

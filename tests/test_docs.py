@@ -84,6 +84,29 @@ def test_no_page_types_a_timing_by_hand():
     assert ref.hand_typed_timings("{default}`Limits.check_timeout` and {bench}`bench_grade.speedup`, 12 x 6") == []
 
 
+def test_every_benchmark_writes_one_results_format_and_the_benchmarks_page_shows_every_file():
+    """One format: each benchmark takes --results and records through results.recording; each results file names its
+    command, date, commit, machine, notes, figures (value, unit, what) and output; docs/benchmarks.md shows each."""
+    benchmarks = sorted(p for p in (ROOT / "benchmarks").glob("*.py") if p.name != "results.py")
+    assert len(benchmarks) >= 9
+    for script in benchmarks:
+        source = script.read_text()
+        assert f'add_option(parser, "{script.stem}")' in source and f'recording("{script.stem}"' in source, script.name
+        assert "results.write(" not in source, script.name
+    page = (ROOT / "docs" / "benchmarks.md").read_text()
+    files = sorted(ref.RESULTS.glob("*.json"))
+    assert {f.stem for f in files} == {s.stem for s in benchmarks}, "a benchmark without results, or results without one"
+    for file in files:
+        data = ref.results(file.stem)
+        assert set(data) == {"benchmark", "command", "date", "commit", "machine", "notes", "figures", "output"}, file.name
+        assert data["benchmark"] == file.stem and data["command"].startswith(f".venv/bin/python benchmarks/{file.stem}.py")
+        assert data["figures"] and data["output"] and data["machine"]["load_average_at_end"], file.name
+        for key, fig in data["figures"].items():
+            assert re.fullmatch(r"[a-z0-9_]+", key) and isinstance(fig["value"], (int, float)), (file.name, key)
+            assert isinstance(fig["unit"], str) and fig["what"], (file.name, key)
+        assert f"```{{benchmark-results}} {file.stem}\n" in page, f"docs/benchmarks.md does not show {file.name}"
+
+
 def test_the_guides_install_every_system_package_the_code_asks_for():
     sources = [*(ROOT / "autograder").rglob("*.py"), *(ROOT / "scripts").glob("*.py"), ROOT / "workbook"]
     asked = set().union(*(ref.package_installs(p.read_text()) for p in sources))

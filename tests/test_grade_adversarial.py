@@ -21,8 +21,8 @@ import pytest
 from adversarial import corpus
 from nbgrader.api import Gradebook
 
-from autograder.grading.journal import JOURNAL_FILE, Journal
-from autograder.grading.store import SECRET_FILE
+from autograder.grading.store.files import SECRET_FILE
+from autograder.grading.store.journal import JOURNAL_FILE, Journal
 
 pytestmark = pytest.mark.slow  # every test here grades a course built by nbgrader: minutes, not seconds
 

@@ -25,13 +25,15 @@ RUNNER = r'''
 import json, sys
 from autograder.checks import run_checks
 from autograder.cli import select_checks
-from autograder.grading.worker.audit import install_audit_hook
-from autograder.grading.worker import Outputs, make_shell, run_cell
+from autograder.grading.grade.worker.audit import install_audit_hook
+from autograder.settings import AUDIT_REPORTS
+from autograder.grading.grade.worker.outputs import Outputs
+from autograder.grading.grade.worker.shell import make_shell, run_cell
 
 reports = []
 outputs = Outputs(10**7)
 shell = make_shell(outputs)
-hook = install_audit_hook(lambda event, detail, where: reports.append(f"{event} ({detail}) at {where}"))
+hook = install_audit_hook(lambda event, detail, where: reports.append(f"{event} ({detail}) at {where}"), AUDIT_REPORTS)
 found = {}
 for label, cells, probe in json.load(sys.stdin):
     hook.seen.clear()
@@ -97,7 +99,7 @@ CHEATS = {
     "signal to the parent": "import os, signal\nos.kill(os.getppid(), 0)",
     "socket": "import socket\nsocket.socket().close()",
     "channel fd hunted": "import os\nos.listdir('/proc/self/fd')",
-    "grader module imported": "import autograder.grading.judge",
+    "grader module imported": "import autograder.grading.grade.judge",
 }
 
 

@@ -16,11 +16,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autograder.grading import channel, runner, sandbox
-from autograder.grading.channel import Violation
-from autograder.grading.sandbox.frames import Channel
-from autograder.grading.worker import Outputs, _Stream
-from autograder.settings import Limits, Tolerance
+from autograder.grading.grade import channel, runner
+from autograder.grading.grade.channel import Violation
+from autograder.grading.grade.sandbox import client
+from autograder.grading.grade.sandbox.frames import Channel
+from autograder.grading.grade.worker.outputs import Outputs, _Stream
+from autograder.settings import RESERVE, Limits, Tolerance
 
 
 class ForgedWorker:
@@ -51,7 +52,7 @@ class ForgedWorker:
 @pytest.fixture
 def forged(monkeypatch: pytest.MonkeyPatch) -> ForgedWorker:
     worker = ForgedWorker()
-    monkeypatch.setattr(sandbox.MODE, "launch", lambda plan, files: worker)
+    monkeypatch.setattr(client.MODE, "launch", lambda plan, files: worker)
     return worker
 
 
@@ -105,16 +106,16 @@ def test_a_notebooks_outputs_past_its_total_are_dropped_with_a_note(forged: Forg
     runner._converse(s, nb, [(i, None) for i in range(cells)], limits, Tolerance(), None, [], notes, [])
     s.close()
     kept = [c for c in nb.cells if c.outputs[0]["text"] == "x" * per_cell]
-    assert 0 < len(kept) <= (50_000 + channel.RESERVE) // per_cell
+    assert 0 < len(kept) <= (50_000 + RESERVE) // per_cell
     assert all("passed 50000 bytes" in c.outputs[0]["text"] for c in nb.cells[len(kept):])
     total = sum(channel.output_size(o) for c in nb.cells for o in c.outputs)
-    assert total <= 50_000 + channel.RESERVE + cells * 200
+    assert total <= 50_000 + RESERVE + cells * 200
     assert [n for n in notes if n.startswith(runner.OUTPUTS_DROPPED)] == [
         f"{runner.OUTPUTS_DROPPED} 50000 bytes, from {s.where.split(' (')[0].rsplit(' ', 1)[0]} {len(kept) + 1} on"]
 
 
 def test_the_total_counts_outputs_as_the_autograded_file_holds_them_so_the_file_stays_near_it(forged: ForgedWorker) -> None:
-    from autograder.grading.bounded import notebook_file
+    from autograder.grading.grade.bounded import notebook_file
 
     cells = 12
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print('\\n' * 10_000)") for _ in range(cells)])
@@ -128,7 +129,7 @@ def test_the_total_counts_outputs_as_the_autograded_file_holds_them_so_the_file_
     s.close()
     kept = sum(c.outputs[0]["text"] == "\n" * 10_000 for c in nb.cells)
     assert 0 < kept < cells and any(n.startswith(runner.OUTPUTS_DROPPED) for n in notes)
-    assert len(notebook_file(nb)[0]) < 200_000 + channel.RESERVE + 150_000  # one cell past the total at most
+    assert len(notebook_file(nb)[0]) < 200_000 + RESERVE + 150_000  # one cell past the total at most
 
 
 outputs_strategy = st.lists(st.one_of(
@@ -144,8 +145,7 @@ outputs_strategy = st.lists(st.one_of(
 def test_written_size_is_what_the_outputs_add_to_the_autograded_file(outputs: list[dict[str, Any]]) -> None:
     import copy
 
-    from autograder.grading.bounded import notebook_file
-    from autograder.grading.store import written_size
+    from autograder.grading.grade.bounded import notebook_file, written_size
 
     def file_of(outs: list[Any]) -> int:
         return len(notebook_file(nbformat.from_dict(nbformat.v4.new_notebook(
@@ -178,7 +178,7 @@ def test_a_spawn_that_times_out_is_retried_and_the_sandbox_is_kept_while_it_answ
         def launch(self, start: dict[str, Any]) -> str:
             self.launches += 1
             if self.launches == 1:
-                raise sandbox.SpawnTimeout("the sandbox did not start a worker within 10 s")
+                raise client.SpawnTimeout("the sandbox did not start a worker within 10 s")
             return "worker"
 
         def ping(self) -> bool:
@@ -187,25 +187,25 @@ def test_a_spawn_that_times_out_is_retried_and_the_sandbox_is_kept_while_it_answ
         def close(self) -> None:
             self.closed = True
 
-    pool = sandbox.Pool()
+    pool = client.Pool()
     box = SlowBox()
     monkeypatch.setattr(pool, "current", lambda: box)
     assert pool.launch({}) == "worker" and box.launches == 2 and not box.closed  # classmates' workers keep running
 
     class FailingBox(SlowBox):
         def launch(self, start: dict[str, Any]) -> str:
-            raise sandbox.SandboxFailed("the notebook's namespaces could not be set up")
+            raise client.SandboxFailed("the notebook's namespaces could not be set up")
 
     failing = FailingBox()
     monkeypatch.setattr(pool, "current", lambda: failing)
-    with pytest.raises(sandbox.SandboxFailed):
+    with pytest.raises(client.SandboxFailed):
         pool.launch({})  # this notebook only: 0 with the reason
     assert not failing.closed
 
 
 def test_a_worker_that_does_not_read_the_graders_request_stops_at_a_deadline(forged: ForgedWorker,
                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(runner, "SEND_TIMEOUT", 0.3)
+    monkeypatch.setattr(runner, "REQUEST_TIMEOUT", 0.3)
     s = session(1)
     done = threading.Event()
 

@@ -13,18 +13,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from autograder import checks as catalog
-from autograder.grading import channel
-from autograder.grading.channel import Reader, Violation
-from autograder.grading.store import course_secret
-from autograder.grading.worker import Outputs
+from autograder.grading.grade import channel
+from autograder.grading.grade.channel import Reader, Violation
+from autograder.grading.grade.worker.outputs import Outputs
+from autograder.grading.store.files import course_secret
+from autograder.settings import MAX_DEPTH, MAX_ITEMS, MAX_OUTPUTS, MAX_STRING, RESERVE
 
 CAP = 10_000
 
 
 def wire(send) -> tuple[Reader, list[bytes]]:
-    """What a Writer puts on the wire for the messages `send(writer)` sends."""
+    """What a Sender puts on the wire for the messages `send(writer)` sends."""
     ours, theirs = multiprocessing.Pipe()
-    writer = channel.Writer(theirs)
+    writer = channel.Sender(theirs)
     send(writer)
     frames = []
     while ours.poll(0.1):
@@ -72,14 +73,14 @@ def test_a_malformed_message_is_a_violation_naming_what_is_wrong(message: bytes,
 
 def test_an_observation_nested_too_deep_or_too_big_is_refused() -> None:
     deep: object = 1.0
-    for _ in range(channel.MAX_DEPTH + 1):
+    for _ in range(MAX_DEPTH + 1):
         deep = [deep]
     with pytest.raises(Violation, match="nested deeper"):
         channel.observation({"x": deep})
     with pytest.raises(Violation, match="items"):
-        channel.observation({"x": [0.0] * (channel.MAX_ITEMS + 1)})
+        channel.observation({"x": [0.0] * (MAX_ITEMS + 1)})
     with pytest.raises(Violation, match="string of"):
-        channel.observation({"repr": "x" * (channel.MAX_STRING + 1)})
+        channel.observation({"repr": "x" * (MAX_STRING + 1)})
 
 
 def cell(outputs: list) -> bytes:
@@ -117,7 +118,7 @@ def big_outputs() -> dict[str, dict]:
 @pytest.mark.parametrize("kind", list(big_outputs()))
 def test_the_grader_refuses_rich_outputs_over_the_cap_counted_in_json_bytes(kind: str) -> None:
     output = big_outputs()[kind]
-    assert channel.output_size(output) > CAP + channel.RESERVE
+    assert channel.output_size(output) > CAP + RESERVE
     with pytest.raises(Violation, match=f"bytes of outputs for one cell, over the cap of {CAP}"):
         Reader(CAP).read(cell([output]))
 
@@ -125,7 +126,7 @@ def test_the_grader_refuses_rich_outputs_over_the_cap_counted_in_json_bytes(kind
 def test_many_small_outputs_are_refused_by_count() -> None:
     tiny = {"output_type": "display_data", "data": {"text/plain": ""}, "metadata": {}}
     with pytest.raises(Violation, match="outputs for one cell"):
-        Reader(10**9).read(cell([tiny] * (channel.MAX_OUTPUTS + 3)))
+        Reader(10**9).read(cell([tiny] * (MAX_OUTPUTS + 3)))
 
 
 @pytest.mark.parametrize("kind", list(big_outputs()))
@@ -135,16 +136,16 @@ def test_the_honest_worker_keeps_rich_outputs_under_the_cap_the_grader_enforces(
     for out in (small, big_outputs()[kind]):
         outputs.rich(out["output_type"], out["data"], out["metadata"], out.get("execution_count"))
     exported = outputs.export()
-    assert sum(channel.output_size(o) for o in exported) <= CAP + channel.RESERVE
+    assert sum(channel.output_size(o) for o in exported) <= CAP + RESERVE
     assert "output truncated" in exported[-1]["text"]
     assert Reader(CAP).read(cell(exported)).outputs[0]["data"] == {"text/plain": "first"}
 
 
 def test_the_honest_worker_stops_many_small_outputs_at_the_count() -> None:
     outputs = Outputs(10**9)
-    for _ in range(channel.MAX_OUTPUTS + 50):
+    for _ in range(MAX_OUTPUTS + 50):
         outputs.rich("display_data", {"text/plain": "."}, {})
-    assert len(outputs.export()) == channel.MAX_OUTPUTS + 1
+    assert len(outputs.export()) == MAX_OUTPUTS + 1
     Reader(10**9).read(cell(outputs.export()))
 
 

@@ -15,9 +15,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from autograder.grading import channel
-from autograder.grading.channel import Reader, Violation
-from autograder.grading.sandbox.frames import Channel, Garbled, Silent
+from autograder.grading.grade import channel
+from autograder.grading.grade.channel import Reader, Violation
+from autograder.grading.grade.sandbox.frames import Channel, Garbled, Silent
 
 CAP = 10_000
 LIMIT = channel.max_message(CAP)
@@ -109,7 +109,7 @@ def test_text_no_gradebook_can_store_is_a_violation_and_the_honest_writer_never_
         with pytest.raises(Violation, match="no gradebook can store"):
             Reader(CAP).read(forged)
     ours, theirs = socket.socketpair()
-    writer = channel.Writer(theirs)
+    writer = channel.Sender(theirs)
     writer.missing([text])
     writer.cell(0, [{"output_type": "stream", "name": "stdout", "text": text}], [])
     chan = Channel(ours.detach())

@@ -33,12 +33,13 @@ import postgres_server
 import pytest
 from support import NAMES, ROOT, VENV_BIN, Graded
 
-from autograder.grading import batch, sandbox
-from autograder.grading.cluster import SandboxCheck
-from autograder.grading.journal import JOURNAL_FILE, Journal
-from autograder.grading.store import SECRET_FILE
+from autograder.grading import batch
+from autograder.grading.grade.cluster import SandboxCheck
+from autograder.grading.grade.sandbox import bwrap, client
+from autograder.grading.store.files import SECRET_FILE
+from autograder.grading.store.journal import JOURNAL_FILE, Journal
+from autograder.grading.store.writer import Writer
 from autograder.grading.types import GRADER_VERSION, Code, Row, Status
-from autograder.grading.writer import Writer
 from autograder.settings import load_config
 
 slow = pytest.mark.slow  # the scenario: a cluster of three worker processes grading the workbook, a minute or more
@@ -123,7 +124,7 @@ def _kill_driver_after_first_store(course: Path, config: Path, address: str) -> 
             time.sleep(0.05)
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
-    stagings = [p.name for p in Path(tempfile.gettempdir()).glob(f"{sandbox.STAGING_PREFIX}{proc.pid}-*")]
+    stagings = [p.name for p in Path(tempfile.gettempdir()).glob(f"{client.STAGING_PREFIX}{proc.pid}-*")]
     secret = bytes.fromhex((course / SECRET_FILE).read_text().strip())
     stored = {k.removeprefix(f"{ASSIGNMENT}/") for k in Journal(course, secret).records}
     assert 0 < len(stored) < len(STUDENTS) * len(NAMES), f"the driver was not killed mid-run:\n{log.read_text()[-3000:]}"
@@ -133,7 +134,7 @@ def _kill_driver_after_first_store(course: Path, config: Path, address: str) -> 
 def _grader_loaded(client: Any) -> dict[str, bool]:
     """Worker -> whether it has imported the grading pipeline (`eval`, a builtin: pickled by name, so a worker
     without the grader can run it too)."""
-    return client.run(eval, "'autograder.grading.pipeline' in __import__('sys').modules")
+    return client.run(eval, "'autograder.grading.grade.pipeline' in __import__('sys').modules")
 
 
 def _course_config(course: Path, db_url: str, generated: bool) -> Path:
@@ -160,7 +161,7 @@ def _generate(config_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def scenario(graded: Graded, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scenario]:
-    reason = sandbox.unavailable_reason()
+    reason = bwrap.unavailable_reason()
     if reason:
         _unavailable(reason)
     try:
@@ -209,12 +210,12 @@ def _second_run(course: Path, config: Path, address: str, client: Any, get_task_
     stores: dict[str, int] = {}
     store = Writer.store
 
-    def counting(self, bulk, group):  # type: ignore[no-untyped-def]
+    def counting(self, group):  # type: ignore[no-untyped-def]
         for result in group:
             if result.graded is not None or (result.why and result.why.code is not Code.CLUSTER_LOST):
                 label = result.task.item.label
                 stores[label] = stores.get(label, 0) + 1
-        return store(self, bulk, group)
+        return store(self, group)
 
     options = batch.Options(ASSIGNMENT, load_config(config), str(course), list(STUDENTS),
                             progress=False, cluster=address)
@@ -370,8 +371,8 @@ def test_cluster_with_unsafe_no_sandbox_is_refused_in_one_line(capsys):
 
 def test_an_unreachable_scheduler_is_a_one_line_grading_error():
     dask = pytest.importorskip("dask")
-    from autograder.grading.cluster import connect
-    from autograder.grading.source import GradingError
+    from autograder.grading.grade.cluster import connect
+    from autograder.grading.types import GradingError
 
     with dask.config.set({"distributed.comm.timeouts.connect": "0.5s"}), pytest.raises(GradingError) as caught:
         connect("tcp://127.0.0.1:1", 0)
@@ -380,8 +381,8 @@ def test_an_unreachable_scheduler_is_a_one_line_grading_error():
 
 def test_a_cluster_class_that_cannot_be_loaded_is_a_one_line_grading_error():
     pytest.importorskip("distributed")
-    from autograder.grading.cluster import connect
-    from autograder.grading.source import GradingError
+    from autograder.grading.grade.cluster import connect
+    from autograder.grading.types import GradingError
 
     with pytest.raises(GradingError, match=r"^--cluster no_such_module:SLURMCluster: cannot load SLURMCluster from no_such_module"):
         connect("no_such_module:SLURMCluster", 4)
@@ -390,7 +391,7 @@ def test_a_cluster_class_that_cannot_be_loaded_is_a_one_line_grading_error():
 @pytest.mark.slow
 def test_a_cluster_class_is_started_scaled_to_jobs_and_handed_back_for_closing():
     pytest.importorskip("distributed")
-    from autograder.grading.cluster import connect
+    from autograder.grading.grade.cluster import connect
 
     client, cluster = connect("distributed:LocalCluster", 1)  # as dask_jobqueue:SLURMCluster would be, from Dask's config
     try:
@@ -404,23 +405,23 @@ def test_a_cluster_class_is_started_scaled_to_jobs_and_handed_back_for_closing()
 
 def test_a_missing_scheduler_file_is_named_as_such(tmp_path):
     pytest.importorskip("distributed")
-    from autograder.grading.cluster import connect
-    from autograder.grading.source import GradingError
+    from autograder.grading.grade.cluster import connect
+    from autograder.grading.types import GradingError
 
     with pytest.raises(GradingError, match=r"^--cluster .*scheduler\.json: no such scheduler file"):
         connect(str(tmp_path / "scheduler.json"), 0)
 
 
 def _shared() -> Any:
-    from autograder.grading.pipeline import Shared
-    from autograder.grading.source import NotebookSpec
+    from autograder.grading.discover.assignment import NotebookSpec
+    from autograder.grading.grade.pipeline import Shared
     from autograder.settings import Limits, Tolerance
 
     return Shared({"engine": NotebookSpec("engine")}, Limits(), Tolerance(), b"\0" * 32)
 
 
 def test_a_job_carries_the_notebook_as_bytes_and_unreadable_bytes_come_back_as_the_reason():
-    from autograder.grading.cluster import Job, grade_job
+    from autograder.grading.grade.cluster import Job, grade_job
 
     result = grade_job(Job("ada", "engine", b'{"cells": [', {}), _shared())
     assert result.graded is None and result.why is not None and result.why.code is Code.UNREADABLE
@@ -428,12 +429,12 @@ def test_a_job_carries_the_notebook_as_bytes_and_unreadable_bytes_come_back_as_t
 
 
 def test_a_worker_whose_sandbox_is_gone_for_good_gives_the_notebook_back_instead_of_grading_it_zero(monkeypatch):
-    from autograder.grading import cluster
+    from autograder.grading.grade import cluster
 
     def gone() -> None:
-        raise sandbox.Unavailable("bubblewrap is not installed")
+        raise client.Unavailable("bubblewrap is not installed")
 
-    monkeypatch.setattr(sandbox.MODE.pool, "current", gone)
+    monkeypatch.setattr(client.MODE.pool, "current", gone)
     with pytest.raises(cluster.SandboxLost, match="cannot start again: bubblewrap is not installed"):
         empty = nbformat.writes(nbformat.v4.new_notebook()).encode()
         cluster.grade_job(cluster.Job("ada", "engine", empty, {}), _shared())
@@ -444,7 +445,7 @@ def test_what_every_worker_is_sent_once_holds_the_settings_as_values_never_the_c
 
     from traitlets.config import Config
 
-    from autograder.grading.pipeline import Shared
+    from autograder.grading.grade.pipeline import Shared
     from autograder.settings import Limits, Tolerance
 
     config = Config({"Limits": {"cell_timeout": 7.0}, "CourseDirectory": {"db_url": "postgresql://u:S3cretPW@db/course"}})
@@ -461,10 +462,10 @@ def test_the_shared_data_outlives_every_worker_that_held_it_and_only_a_grading_w
     pytest.importorskip("distributed")
     from distributed import Client, LocalCluster, Variable
 
-    from autograder.grading import cluster
+    from autograder.grading.grade import cluster
 
     def held(run: str) -> bool:
-        module = sys.modules.get("autograder.grading.cluster")
+        module = sys.modules.get("autograder.grading.grade.cluster")
         return module is not None and run in module._held
 
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as lc, Client(lc) as client:
@@ -495,7 +496,7 @@ def test_the_command_line_connects_to_the_cluster_it_names_once_and_grading_take
     pytest.importorskip("distributed")
     import dask
 
-    from autograder.grading import cluster
+    from autograder.grading.grade import cluster
 
     with dask.config.set({"distributed.comm.timeouts.connect": "0.5s"}):
         cluster.start_early(["workbook", "--jobs", "3", "--cluster=tcp://127.0.0.1:1", "--no-progress"])
@@ -509,7 +510,7 @@ def test_the_command_line_connects_to_the_cluster_it_names_once_and_grading_take
 
 def test_a_connection_started_for_another_target_is_closed_and_a_new_one_made():
     pytest.importorskip("distributed")
-    from autograder.grading import cluster
+    from autograder.grading.grade import cluster
 
     cluster.start_early(["workbook", "--cluster", "tcp://127.0.0.1:1"])
     early = cluster._early
@@ -519,7 +520,7 @@ def test_a_connection_started_for_another_target_is_closed_and_a_new_one_made():
 
 
 def test_the_command_line_starts_no_connection_for_unsafe_or_blank_cluster_options():
-    from autograder.grading import cluster
+    from autograder.grading.grade import cluster
 
     for argv in (["workbook", "--cluster", "tcp://127.0.0.1:1", "--unsafe-no-sandbox"], ["workbook", "--cluster", " "],
                  ["workbook", "--cluster"]):
@@ -533,8 +534,8 @@ def test_a_server_that_never_answers_is_a_one_line_grading_error_at_its_deadline
 
     import dask
 
-    from autograder.grading import cluster
-    from autograder.grading.source import GradingError
+    from autograder.grading.grade import cluster
+    from autograder.grading.types import GradingError
 
     with socket.create_server(("127.0.0.1", 0)) as silent, dask.config.set({"distributed.comm.timeouts.connect": "1s"}):
         target = f"tcp://127.0.0.1:{silent.getsockname()[1]}"  # takes the connection, never says a word (no scheduler)

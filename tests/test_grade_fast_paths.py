@@ -11,7 +11,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder.grading.worker import Guard, Outputs, make_shell, plain_python, run_cell
+from autograder.grading.grade.worker.guard import Guard
+from autograder.grading.grade.worker.outputs import Outputs
+from autograder.grading.grade.worker.shell import make_shell, plain_python, run_cell
 
 OUTPUTS = Outputs(100_000)
 
@@ -217,9 +219,11 @@ def test_only_a_cell_that_could_await_is_compiled_again_to_ask_and_top_level_awa
 
 FIRST_CELL = '''
 import sys
-from autograder.grading.worker import prepared, run_cell
-from autograder.grading.worker.preload import load
-load(prepare_worker=True)  # as the fork server does, before it forks any worker
+from autograder.grading.grade.sandbox.inside import PRELOAD
+from autograder.grading.grade.worker import prepared
+from autograder.grading.grade.worker.preload import load
+from autograder.grading.grade.worker.shell import run_cell
+load(PRELOAD, prepare_worker=True)  # as the fork server does, before it forks any worker
 ready = prepared.take()
 shell, outputs = ready.shell, ready.outputs
 

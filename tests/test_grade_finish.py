@@ -1,4 +1,4 @@
-"""The steps after grading (`batch.finish`): submission times and late penalties filed in bulk, many students a
+"""The steps after grading (`finish.steps.finish`): submission times and late penalties filed in bulk, many students a
 transaction, leave the gradebook nbgrader's own late-penalty step leaves (Autograde.init_assignment's time, then
 AssignLatePenalties per submitted notebook), on SQLite and PostgreSQL; a kill part-way and a re-run leave it too."""
 
@@ -21,7 +21,9 @@ from nbgrader.api import Gradebook
 from nbgrader.coursedir import CourseDirectory
 from traitlets.config import Config
 
-from autograder.grading import batch
+from autograder.grading.discover.course import Course
+from autograder.grading.finish.steps import finish
+from autograder.grading.store.gradebook import GradebookWriter
 from autograder.grading.types import Code, Row, Status
 
 ASSIGNMENT, COURSE_ID = "ps1", "finish-course"
@@ -121,7 +123,9 @@ def rows_of(students: dict[str, dict]) -> list[Row]:
 
 def ours(root: Path, db_url: str, students: dict[str, dict]) -> list[Row]:
     rows = rows_of(students)
-    batch.finish(batch.Course.open(config(root, db_url), str(root)), ASSIGNMENT, rows)
+    course = Course.open(config(root, db_url), str(root))
+    with GradebookWriter.open(course.coursedir.db_url, course.coursedir.course_id, ASSIGNMENT) as gradebook:
+        finish(course, ASSIGNMENT, rows, gradebook)
     return rows
 
 
@@ -218,13 +222,17 @@ def test_an_unreadable_time_is_on_time_and_flagged_and_a_failing_plugin_fails_on
 
 FINISH_IN_A_CHILD = '''import json, sys
 from traitlets.config import Config
-from autograder.grading import batch
+from autograder.grading.discover.course import Course
+from autograder.grading.finish import steps
+from autograder.grading.store.gradebook import GradebookWriter
 from autograder.grading.types import Row, Status
-batch.FINISH_STUDENTS = 2
+steps.FINISH_STUDENTS = 2
 root, url, course_id, assignment, pairs = json.loads(sys.argv[1])
 config = Config({"CourseDirectory": {"root": root, "db_url": url, "course_id": course_id},
                  "AssignLatePenalties": {"plugin_class": "latepolicy.PointPerStartedHour"}})
-batch.finish(batch.Course.open(config, root), assignment, [Row(s, nb, 0.0, 0.0, Status.GRADED) for s, nb in pairs])
+course = Course.open(config, root)
+with GradebookWriter.open(url, course_id, assignment) as gradebook:
+    steps.finish(course, assignment, [Row(s, nb, 0.0, 0.0, Status.GRADED) for s, nb in pairs], gradebook)
 '''
 
 

@@ -13,10 +13,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from autograder.checks.messages import probe_error
-from autograder.grading import channel
-from autograder.grading.judge import nudge
-from autograder.grading.sandbox import STAGING_PREFIX, remove_abandoned_stagings
-from autograder.grading.worker import OutputLimitExceeded, Outputs, _Stream
+from autograder.grading.grade import channel
+from autograder.grading.grade.judge import nudge
+from autograder.grading.grade.sandbox.client import STAGING_PREFIX, remove_abandoned_stagings
+from autograder.grading.grade.worker.outputs import OutputLimitExceeded, Outputs, _Stream
 from autograder.probes import safe
 
 
@@ -113,7 +113,7 @@ def test_staged_code_of_a_killed_grader_is_removed_and_a_running_graders_is_kept
 
 
 def test_a_sandbox_that_cannot_start_its_python_is_not_blamed_on_user_namespaces() -> None:
-    from autograder.grading.sandbox import start_failure
+    from autograder.grading.grade.sandbox.client import start_failure
 
     missing = start_failure("bwrap: execvp /runtime/venv/bin/python: No such file or directory")
     assert "could not be started inside it" in missing and "user namespaces" not in missing

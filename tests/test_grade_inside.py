@@ -1,4 +1,4 @@
-"""What runs inside the sandbox is listed once (`autograder/grading/sandbox/inside.py`): every import of the staged
+"""What runs inside the sandbox is listed once (`autograder/grading/grade/sandbox/inside.py`): every import of the staged
 code is staged, every preloaded module is staged, and no other module of the grader keeps its own list.
 
 Static (the sandbox itself is exercised in tests/test_grade_sandbox.py): a staged module that imports one that was not
@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from support import imported
 
-from autograder.grading.sandbox import inside, staging
-from autograder.grading.standin import staged_modules
+from autograder.grading.grade.sandbox import inside, staging
+from autograder.grading.grade.standin import staged_modules
 
 PACKAGE = staging.package_root()
 
@@ -28,7 +28,7 @@ def staged(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, frozenset[st
 
 
 def module_name(rel: Path) -> str:
-    """autograder/grading/worker/main.py -> autograder.grading.worker.main (a package's __init__ -> the package)."""
+    """autograder/grading/grade/worker/main.py -> autograder.grading.grade.worker.main (a package's __init__ -> the package)."""
     parts = list(rel.with_suffix("").parts)
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
@@ -51,11 +51,11 @@ def test_every_autograder_module_the_staged_code_imports_is_staged(staged: tuple
 
 def test_the_check_above_catches_an_import_of_a_module_left_outside(tmp_path: Path) -> None:
     # the same walk on a staged worker file that imports the answer side: what the test above would report
-    fake = tmp_path / "autograder" / "grading" / "worker" / "leak.py"
+    fake = tmp_path / "autograder" / "grading" / "grade" / "worker" / "leak.py"
     fake.parent.mkdir(parents=True)
-    fake.write_text("from ...truth import numeric\nfrom autograder.checks import run\nfrom . import guard\n")
-    found = imported(fake, "autograder.grading.worker.leak")
-    assert {"autograder.truth.numeric", "autograder.checks", "autograder.grading.worker.guard"} <= found
+    fake.write_text("from ....truth import numeric\nfrom autograder.checks import run\nfrom . import guard\n")
+    found = imported(fake, "autograder.grading.grade.worker.leak")
+    assert {"autograder.truth.numeric", "autograder.checks", "autograder.grading.grade.worker.guard"} <= found
     assert is_module("autograder.truth.numeric") and not is_module("autograder.checks.run.run_checks")
 
 
@@ -77,7 +77,7 @@ def test_no_other_module_of_the_grader_names_a_staged_module_in_a_list_of_its_ow
     listed = {*inside.PACKAGES, *inside.MODULES} - {"autograder"}
     repeats = []
     for path in sorted(PACKAGE.rglob("*.py")):
-        if path == PACKAGE / "grading" / "sandbox" / "inside.py":
+        if path == PACKAGE / "grading" / "grade" / "sandbox" / "inside.py":
             continue
         strings = {n.value for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.Constant)}
         repeats += [f"{path.relative_to(PACKAGE)}: {s}" for s in sorted(listed & {s for s in strings if isinstance(s, str)})]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.grading.journal import JOURNAL_FILE, Journal
+from autograder.grading.store.journal import JOURNAL_FILE, Journal
 from autograder.grading.types import Code, Reason, Record
 
 SECRET = b"s" * 32
@@ -75,7 +75,7 @@ def test_a_record_torn_at_any_byte_is_dropped_and_the_next_append_starts_on_its_
 APPENDER = """
 import sys
 from pathlib import Path
-from autograder.grading.journal import Journal
+from autograder.grading.store.journal import Journal
 from autograder.grading.types import Code, Reason, Record
 journal = Journal(Path(sys.argv[1]), b"s" * 32)
 big = [Reason(Code.NOTE, "x" * 200_000)]

@@ -12,16 +12,15 @@ from nbformat import v4
 
 from autograder import checks as catalog
 from autograder import probes
-from autograder.grading import store
-from autograder.grading.channel import Violation
-from autograder.grading.journal import Journal
-from autograder.grading.judge import NUDGE, judge_cell
-from autograder.grading.runner import Graded, Stopped
-from autograder.grading.source import AssignmentSpec, CheckCall, NotebookSpec, SourceCell
-from autograder.grading.store import BulkGradebook
+from autograder.grading.discover.assignment import AssignmentSpec, NotebookSpec, SourceCell
+from autograder.grading.grade.channel import Violation
+from autograder.grading.grade.judge import NUDGE, judge_cell
+from autograder.grading.grade.runner import Graded, Stopped
+from autograder.grading.store.gradebook import BUSY_TIMEOUT_MS, GradebookWriter
+from autograder.grading.store.journal import Journal
+from autograder.grading.store.writer import Paths, Writer
 from autograder.grading.types import Code, Item, Result, Status, Task
-from autograder.grading.writer import Paths, Writer
-from autograder.loader import load
+from autograder.loader import CheckCall, load
 from autograder.settings import Limits, Tolerance
 
 ENGINES = Path(__file__).resolve().parent / "engines"
@@ -147,10 +146,10 @@ class FailingGradebook:
         self.rolled_back += 1
 
 
-def _writer(tmp_path: Path) -> Writer:
+def _writer(tmp_path: Path, gradebook: Any) -> Writer:
     spec = AssignmentSpec("a", {"nb": NotebookSpec("nb", {"g1": SourceCell("g1", "code", "", "", True, True, False, 1.0, None)})}, "f")
     paths = Paths(lambda student: tmp_path / "autograded" / student / "a", tmp_path / "release" / "a")
-    return Writer(f"sqlite:///{tmp_path}/gradebook.db", "course", "a", spec, paths, Journal(tmp_path, SECRET))
+    return Writer(gradebook, spec, paths, Journal(tmp_path, SECRET))
 
 
 def _result(tmp_path: Path, student: str, graded: Graded) -> Result:
@@ -159,9 +158,9 @@ def _result(tmp_path: Path, student: str, graded: Graded) -> Result:
 
 def test_a_notebook_that_cannot_be_stored_gets_a_row_saying_why(tmp_path: Path) -> None:
     nb = v4.new_notebook(cells=[v4.new_code_cell("x")])
-    writer = _writer(tmp_path)
     failing = FailingGradebook()
-    [row] = writer.store(failing, [_result(tmp_path, "alice", Graded({"g1": (1.0, 1.0)}, {}, nb))])  # type: ignore[arg-type]
+    writer = _writer(tmp_path, failing)
+    [row] = writer.store([_result(tmp_path, "alice", Graded({"g1": (1.0, 1.0)}, {}, nb))])  # type: ignore[arg-type]
     assert (row.status, row.score, row.max_score) == (Status.NOT_GRADED, 0.0, 1.0) and failing.rolled_back == 2
     assert row.has(Code.STORE_FAILED) and [r.code for r in row.reasons] == [Code.STORE_FAILED]
     assert "could not store the grade (OperationalError" in row.reason and "database is locked" in row.reason
@@ -181,9 +180,9 @@ def test_a_group_stored_in_one_commit_keeps_its_other_notebooks_when_one_cannot_
     nb = v4.new_notebook(cells=[v4.new_code_cell("x")])
     group = [_result(tmp_path, s, Graded({"g1" if s != "bob" else "no_such_cell": (1.0, 1.0)}, {}, nb))
              for s in ("alice", "bob", "carol")]
-    writer = _writer(tmp_path)
-    with Gradebook(url) as gb:
-        rows = writer.store(BulkGradebook(gb, "a"), group)
+    with GradebookWriter.open(url, "default_course", "a") as gradebook:
+        writer = _writer(tmp_path, gradebook)
+        rows = writer.store(group)
     writer.close()
     assert [(r.student, r.status) for r in rows] == [("alice", Status.GRADED), ("bob", Status.NOT_GRADED),
                                                      ("carol", Status.GRADED)]
@@ -198,7 +197,7 @@ def test_a_group_stored_in_one_commit_keeps_its_other_notebooks_when_one_cannot_
 def test_gradebook_connections_wait_for_a_lock_instead_of_failing(tmp_path: Path) -> None:
     engine = sqlalchemy.create_engine(f"sqlite:///{tmp_path / 'gradebook.db'}")
     with engine.connect() as conn:
-        assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() == store.BUSY_TIMEOUT_MS >= 30_000
+        assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() == BUSY_TIMEOUT_MS >= 30_000
 
 
 class _Refusing:
@@ -229,17 +228,19 @@ def _assignment_gradebook(tmp_path: Path) -> None:
 
 def test_a_grader_bug_starting_a_notebook_grades_it_zero_saying_so_and_the_batch_goes_on(tmp_path: Path) -> None:
     _assignment_gradebook(tmp_path)
-    writer = _writer(tmp_path)
-    [row] = writer.run([_result(tmp_path, "alice", None).task], _Refusing(RuntimeError("boom")), progress=False)  # type: ignore[arg-type]
-    writer.close()
+    with GradebookWriter.open(f"sqlite:///{tmp_path}/gradebook.db", "default_course", "a") as gradebook:
+        writer = _writer(tmp_path, gradebook)
+        [row] = writer.run([_result(tmp_path, "alice", None).task], _Refusing(RuntimeError("boom")), progress=False)  # type: ignore[arg-type]
+        writer.close()
     assert (row.status, row.score) == (Status.NOT_GRADED, 0.0) and row.has(Code.GRADER_ERROR) and "boom" in row.reason
 
 
 def test_an_executor_that_is_gone_stops_the_run_and_stores_no_zero(tmp_path: Path) -> None:
     _assignment_gradebook(tmp_path)
-    writer = _writer(tmp_path)
     executor = _Refusing(ConnectionResetError("the scheduler closed the connection"))
-    with pytest.raises(OSError):
-        writer.run([_result(tmp_path, "alice", None).task], executor, progress=False)  # type: ignore[arg-type]
-    writer.close()
+    with GradebookWriter.open(f"sqlite:///{tmp_path}/gradebook.db", "default_course", "a") as gradebook:
+        writer = _writer(tmp_path, gradebook)
+        with pytest.raises(OSError):
+            writer.run([_result(tmp_path, "alice", None).task], executor, progress=False)  # type: ignore[arg-type]
+        writer.close()
     assert executor.stopped and Journal(tmp_path, SECRET).get(Journal.key("a", "alice", "nb")) is None

@@ -16,10 +16,14 @@ from hypothesis import strategies as st
 
 from autograder import cli, report
 from autograder.checks.base import CheckResult
-from autograder.grading import batch, class_report, runner, writer
-from autograder.grading.safe_html import escape_markdown
-from autograder.grading.store import csv_text
-from autograder.grading.submission import Submission
+from autograder.grading import batch
+from autograder.grading.discover.submission import Submission
+from autograder.grading.feedback.safe_html import escape_markdown
+from autograder.grading.finish import steps
+from autograder.grading.grade import runner
+from autograder.grading.outputs import class_report, misconceptions, summary
+from autograder.grading.outputs.text import csv_text
+from autograder.grading.store import writer
 from autograder.grading.types import Code, Reason, Row, Status
 from autograder.lines import one_line
 
@@ -76,23 +80,25 @@ def test_every_place_a_learner_string_reaches_output_shows_it_on_one_line(tmp_pa
     for row in rows:
         batch.validate(row)
     # the terminal summary: a header, one line per row, a total
-    table = batch.summary(rows).split("\n")
+    table = summary.table(rows).split("\n")
     assert len(table) == len(rows) + 2 and not hidden("\n".join(table), "\n")
     # the summary CSV reads back as written, line ends included
     path = tmp_path_factory.mktemp("csv") / "summary.csv"
-    batch.write_csv(rows, str(path), "ps1")
+    summary.write_csv(rows, str(path), "ps1")
     back = _read_back(path.read_bytes())
     assert len(back) == len(rows) + 1 and back[2][:3] == csv_text([student, "ps1", notebook])
     assert not any(hidden(cell) for line in back for cell in line)
     # the class report: its misconceptions CSV reads back as written; its page shows every learner string escaped
     folder = tmp_path_factory.mktemp("report")
-    page = class_report.write(folder, "ps1", rows).read_text(encoding="utf-8")
+    class_report.write(class_report.page_path(folder, "ps1"), "ps1", rows)
+    misconceptions.write(folder / "reports" / "ps1-misconceptions.csv", rows)
+    page = class_report.page_path(folder, "ps1").read_text(encoding="utf-8")
     assert not hidden(page, "\n")
     back = _read_back((folder / "reports" / "ps1-misconceptions.csv").read_bytes())
     assert back == [["misconception", "method", "students", "student_ids", "notebooks", "sentence"],
                     *[[*csv_text([m.id, m.method]), str(len(m.students)),
                        *csv_text([" ".join(m.students), " ".join(m.notebooks), m.sentence])]
-                      for m in class_report.common_misconceptions(rows)]]
+                      for m in misconceptions.common_misconceptions(rows)]]
     # the notebook's notes (feedback, the formgrader), the reason a notebook was not graded, a grader error
     nb = nbformat.v4.new_notebook()
     runner.annotate(nb, [flag, student], [reason])
@@ -100,7 +106,7 @@ def test_every_place_a_learner_string_reaches_output_shows_it_on_one_line(tmp_pa
     for line in (escape_markdown(reason), writer.grader_error(ValueError(reason)).text, writer._one_line(KeyError(flag))):
         assert len(line.splitlines()) <= 1 and not hidden(line)
     failed: list[Row] = [Row(student, notebook, 0, 5, Status.GRADED)]
-    batch._step_failed(failed, "copying its other files into autograded/", OSError(reason))
+    steps._step_failed(failed, "copying its other files into autograded/", OSError(reason))
     assert len(failed[0].reason.splitlines()) == 1 and not hidden(failed[0].reason)
 
 
@@ -122,7 +128,7 @@ def test_a_symlink_named_to_forge_rows_is_named_on_one_line_of_the_summary(tmp_p
     rows = [Row("mallory", "engine", 0, 5, Status.GRADED, flags), Row("zed", "engine", 5, 5, Status.GRADED)]
     for row in rows:
         batch.validate(row)
-    table = batch.summary(rows).split("\n")
+    table = summary.table(rows).split("\n")
     assert len(table) == 4 and table[1].startswith("mallory") and table[2].startswith("zed")
     assert "notes\\naaa_honest  engine  0  5  graded; FLAGGED: identical to mallory\\nmallory" in table[1]
     assert "\\u202e\\x9b refused: it is a symbolic link" in table[1]

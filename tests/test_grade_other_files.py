@@ -4,14 +4,15 @@ flagged, the rest go on."""
 
 from __future__ import annotations
 
+import inspect
 import os
 from pathlib import Path
 
 from nbgrader.coursedir import CourseDirectory
 
-from autograder.grading import sandbox
-from autograder.grading.other_files import copy_other_files
-from autograder.grading.submission import Submission
+from autograder.grading.discover.submission import Submission
+from autograder.grading.finish.other_files import copy_other_files
+from autograder.grading.grade.sandbox import client
 from autograder.settings import OTHER_FILES_BYTES, OTHER_FILES_COUNT
 
 
@@ -57,4 +58,4 @@ def test_files_past_the_count_are_refused_and_the_first_ones_copied(tmp_path: Pa
 
 
 def test_the_copy_and_the_worker_share_one_bound() -> None:
-    assert sandbox.MAX_FILES_BYTES == OTHER_FILES_BYTES
+    assert inspect.signature(client.submission_files).parameters["limit"].default == OTHER_FILES_BYTES

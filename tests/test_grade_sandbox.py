@@ -1,6 +1,6 @@
 """The OS sandbox around grading workers: what a notebook's process can see, touch, reach and leave behind.
 
-Each test runs real notebook cells in a worker of one bubblewrap sandbox (autograder.grading.sandbox), the way
+Each test runs real notebook cells in a worker of one bubblewrap sandbox (autograder.grading.grade.sandbox), the way
 `python -m autograder grade` does, and reads back what the cells printed. Without bubblewrap or user namespaces
 these tests skip with the reason; under CI=true they fail instead (`./workbook test` installs bubblewrap there).
 """
@@ -24,7 +24,8 @@ import pytest
 import support
 
 from autograder import cli
-from autograder.grading import sandbox
+from autograder.grading.grade.sandbox import bwrap, client, inside, staging
+from autograder.settings import NOTEBOOK_MOUNTS
 
 ROOT = Path(__file__).resolve().parent.parent
 SECRET = "AKIA-sandbox-test-secret-0123456789"
@@ -42,9 +43,9 @@ BUILDER_MODE = '''
 _real_self_test = _self_test
 
 
-def _self_test():  # (the test's, staged into this sandbox only: a builder makes each notebook's PID 1)
+def _self_test(bounds):  # (the test's, staged into this sandbox only: a builder makes each notebook's PID 1)
     global CLONE
-    error = _real_self_test()
+    error = _real_self_test(bounds)
     CLONE = None
     return error
 '''
@@ -53,13 +54,11 @@ def _self_test():  # (the test's, staged into this sandbox only: a builder makes
 def builders_only(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every sandbox started from now stages a fork server that makes each notebook's PID 1 as where one clone cannot
     (another C library or architecture): a builder process unshares the namespaces and forks it."""
-    from autograder.grading.sandbox import staging
-
     real = staging.stage
 
     def stage(dest: Path) -> None:
         real(dest)
-        server = dest / "autograder" / "grading" / "sandbox" / "forkserver.py"
+        server = dest / "autograder" / "grading" / "grade" / "sandbox" / "forkserver.py"
         server.write_text(server.read_text() + BUILDER_MODE)  # (its bytecode no longer matches: compiled from this)
 
     monkeypatch.setattr(staging, "stage", stage)
@@ -69,7 +68,7 @@ def builders_only(monkeypatch: pytest.MonkeyPatch) -> None:
 def box(request: pytest.FixtureRequest) -> Any:
     """One sandbox for the module, started while the grader's environment holds a secret; every test of it runs with
     each notebook's PID 1 made by one clone (where the C library allows), and (slow) by a builder that forks it."""
-    reason = sandbox.unavailable_reason()
+    reason = bwrap.unavailable_reason()
     if reason:
         _unavailable(reason)
     os.environ["AWS_SECRET_ACCESS_KEY"] = SECRET
@@ -77,8 +76,8 @@ def box(request: pytest.FixtureRequest) -> Any:
         with pytest.MonkeyPatch.context() as patch:
             if request.param == "a builder":
                 builders_only(patch)
-            started = sandbox.Sandbox().start()
-    except sandbox.Unavailable as exc:
+            started = client.Sandbox().start()
+    except client.Unavailable as exc:
         _unavailable(str(exc))
     finally:
         os.environ.pop("AWS_SECRET_ACCESS_KEY", None)
@@ -88,7 +87,7 @@ def box(request: pytest.FixtureRequest) -> Any:
 
 
 def test_each_notebooks_pid_1_is_made_by_one_clone_where_the_c_library_allows_else_by_a_builder(box: Any) -> None:
-    from autograder.grading.sandbox import linux
+    from autograder.grading.grade.sandbox import linux
 
     one_clone = box.asked == "one clone" and linux.Clone.make() is not None
     assert box.ready["one_clone"] is one_clone
@@ -96,7 +95,7 @@ def test_each_notebooks_pid_1_is_made_by_one_clone_where_the_c_library_allows_el
 
 
 def test_a_clone_leaves_the_c_library_the_thread_id_the_kernel_gave_its_child() -> None:
-    from autograder.grading.sandbox import linux
+    from autograder.grading.grade.sandbox import linux
 
     clone = linux.Clone.make()
     if clone is None:
@@ -172,15 +171,15 @@ def test_a_notebook_writes_only_its_scratch_and_sees_none_of_the_graders_files(b
     (course / "submitted" / "classmate").mkdir(parents=True)
     (course / "gradebook.db").write_text("grades")
     venv_cfg = str(Path(sys.prefix) / "pyvenv.cfg")
-    inside_cfg = sandbox.inside_path(venv_cfg)  # the same file, where the sandbox mounts the runtime
+    inside_cfg = bwrap.inside_path(venv_cfg)  # the same file, where the sandbox mounts the runtime
     paths = [str(ROOT / "solutions"), str(ROOT / "autograder" / "catalog.py"), str(ROOT / "README.md"), str(course),
              str(course / "gradebook.db"), *dict.fromkeys([venv_cfg, inside_cfg])]
     listed = [str(ROOT), str(Path.home()), "/"]
     got = json.loads(run(box, f"PATHS = {paths!r}\nLISTED = {listed!r}\n" + PROBE_FILES)[0])
-    assert got["cwd"] == sandbox.SCRATCH and got["write_scratch"] and got["write_tmp"]
+    assert got["cwd"] == inside.SCRATCH and got["write_scratch"] and got["write_tmp"]
     assert not got["write_runtime"] and not got["write_usr"] and not got["write_stage"] and not got["write_root"]
     assert got["seen"] == [inside_cfg]  # the runtime, read-only, and nothing else of ours
-    mounted = [sandbox.inside_path(p) for p in sandbox.runtime_paths()]
+    mounted = [bwrap.inside_path(p) for p in bwrap.runtime_paths()]
     for folder, names in got["listed"].items():  # at most the mount points leading to the runtime
         allowed = {Path(p).relative_to(folder).parts[0] for p in mounted if p.startswith(folder.rstrip("/") + "/")}
         if folder == "/":
@@ -193,16 +192,16 @@ def test_a_module_planted_in_the_graders_folder_or_a_classmates_scratch_is_on_no
     run(box, "open('glob.py', 'w').write('PLANTED = True')\nopen('/tmp/json.py', 'w').write('PLANTED = True')")
     printed = run(box, "import sys, glob\nprint(sys.path)\nprint(hasattr(glob, 'PLANTED'))")[0]
     path, planted = printed.splitlines()
-    allowed = (sandbox.INSIDE, sandbox.SCRATCH, *(sandbox.inside_path(p) for p in sandbox.runtime_paths()))
+    allowed = (inside.INSIDE, inside.SCRATCH, *(bwrap.inside_path(p) for p in bwrap.runtime_paths()))
     assert planted == "False"
-    assert all(p in ("", sandbox.SCRATCH) or p.startswith(allowed) for p in eval(path)), path
+    assert all(p in ("", inside.SCRATCH) or p.startswith(allowed) for p in eval(path)), path
 
 
 def test_the_environment_holds_only_what_a_notebook_needs(box: Any) -> None:
     env = json.loads(run(box, "import os, json\nprint(json.dumps(dict(os.environ)))")[0])
     assert SECRET not in json.dumps(env)
-    assert set(env) <= {*sandbox.ENVIRONMENT, "PATH", "PWD"}
-    assert env["NBGRADER_EXECUTION"] == "autograde" and env["HOME"] == sandbox.SCRATCH
+    assert set(env) <= {*inside.ENVIRONMENT, "PATH", "PWD"}
+    assert env["NBGRADER_EXECUTION"] == "autograde" and env["HOME"] == inside.SCRATCH
 
 
 def test_no_network(box: Any) -> None:
@@ -294,7 +293,7 @@ def test_importing_a_grader_module_fails_and_raises_an_audit_event(box: Any) -> 
     code = '''import sys
 seen = []
 sys.addaudithook(lambda event, args: seen.append(args[0]) if event == "autograder.grader_module" else None)
-for name in ("autograder.catalog", "autograder.numeric", "autograder.grading.runner", "autograder.checks"):
+for name in ("autograder.catalog", "autograder.numeric", "autograder.grading.grade.runner", "autograder.checks"):
     try:
         __import__(name)
         print("imported", name)
@@ -303,7 +302,7 @@ for name in ("autograder.catalog", "autograder.numeric", "autograder.grading.run
 print(seen)'''
     printed = run(box, code)[0]
     assert "imported" not in printed and printed.count("refused") == 4
-    assert "'autograder.catalog'" in printed and "'autograder.grading.runner'" in printed
+    assert "'autograder.catalog'" in printed and "'autograder.grading.grade.runner'" in printed
 
 
 ANSWER_SIDE = ("catalog", "expressions", "numeric", "net_reference", "judge", "checks", "truth")
@@ -328,9 +327,9 @@ def test_grade_refuses_in_one_line_without_a_sandbox(tmp_path: Path, monkeypatch
 
 @pytest.mark.slow
 def test_a_stopped_fork_server_is_replaced_and_the_next_notebook_is_graded() -> None:
-    if sandbox.unavailable_reason():
-        _unavailable(str(sandbox.unavailable_reason()))
-    pool = sandbox.Pool()
+    if bwrap.unavailable_reason():
+        _unavailable(str(bwrap.unavailable_reason()))
+    pool = client.Pool()
     try:
         first = pool.current()
         assert first.proc is not None
@@ -341,7 +340,7 @@ def test_a_stopped_fork_server_is_replaced_and_the_next_notebook_is_graded() -> 
         t0 = time.monotonic()
         worker = pool.launch({"plan": {"cells": [{"kind": "code", "source": "print('graded')"}], "limits": LIMITS},
                               "files": {}})
-        assert time.monotonic() - t0 < sandbox.SPAWN_TIMEOUT + sandbox.START_TIMEOUT
+        assert time.monotonic() - t0 < client.SPAWN_TIMEOUT + client.SANDBOX_START_TIMEOUT
         message = {}
         deadline = time.monotonic() + 60
         while message.get("op") != "cell":
@@ -356,8 +355,8 @@ def test_a_stopped_fork_server_is_replaced_and_the_next_notebook_is_graded() -> 
 
 @pytest.mark.slow
 def test_unsafe_no_sandbox_grades_the_same_and_marks_every_row_and_the_feedback(tmp_path: Path) -> None:
-    if sandbox.unavailable_reason():
-        _unavailable(str(sandbox.unavailable_reason()))
+    if bwrap.unavailable_reason():
+        _unavailable(str(bwrap.unavailable_reason()))
     root = support.make_course(tmp_path / "course")
     students = ["correct_a", "mul_no_swap"]
     for student in students:
@@ -366,12 +365,12 @@ def test_unsafe_no_sandbox_grades_the_same_and_marks_every_row_and_the_feedback(
     assert unsafe.returncode == 0, unsafe.stderr
     unsafe_cells = support.grade_cells(root, students)
     rows = list(csv.DictReader(open(root / "unsafe.csv")))
-    assert len(rows) == len(students) and all(sandbox.UNSANDBOXED in r["reason"] for r in rows)
+    assert len(rows) == len(students) and all(client.UNSANDBOXED in r["reason"] for r in rows)
     table = [ln for ln in unsafe.stdout.splitlines() if ln.startswith(tuple(students))]
     assert len(table) == len(students) and all("UNSANDBOXED" in ln for ln in table)
     for student in students:
         graded = (root / "autograded" / student / support.ASSIGNMENT).glob("*.ipynb")
-        assert all(sandbox.UNSANDBOXED in nb.read_text() for nb in graded)
+        assert all(client.UNSANDBOXED in nb.read_text() for nb in graded)
     safe = support.grade_ours(root, "--csv", str(root / "safe.csv"))  # the settings changed: everything is regraded
     assert safe.returncode == 0, safe.stderr
     assert "skipped (unchanged)" not in safe.stdout and "UNSANDBOXED" not in safe.stdout
@@ -380,18 +379,18 @@ def test_unsafe_no_sandbox_grades_the_same_and_marks_every_row_and_the_feedback(
 
 def test_a_runtime_below_a_notebooks_own_tmpfs_is_mounted_elsewhere() -> None:
     # a checkout (and its .venv) in /tmp would be hidden by each notebook's private /tmp
-    assert sandbox.inside_path("/tmp/ci/.venv") == sandbox.RELOCATED + "/tmp/ci/.venv"
-    assert sandbox.inside_path("/tmp") == sandbox.RELOCATED + "/tmp"
-    assert sandbox.inside_path("/tmpdir/.venv") == "/tmpdir/.venv"
-    assert sandbox.inside_path("/usr/lib/python3") == "/usr/lib/python3"
+    assert bwrap.inside_path("/tmp/ci/.venv") == bwrap.RELOCATED + "/tmp/ci/.venv"
+    assert bwrap.inside_path("/tmp") == bwrap.RELOCATED + "/tmp"
+    assert bwrap.inside_path("/tmpdir/.venv") == "/tmpdir/.venv"
+    assert bwrap.inside_path("/usr/lib/python3") == "/usr/lib/python3"
 
 
 def test_the_teaching_aids_are_staged_unchanged_and_the_workbook_by_its_stand_in(tmp_path: Path) -> None:
-    sandbox.stage(tmp_path / "staged")
+    staging.stage(tmp_path / "staged")
     aids, staged = ROOT / "autograder" / "aids", tmp_path / "staged" / "autograder"
     files = sorted(p.relative_to(aids) for p in aids.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
     assert files and all((staged / "aids" / f).read_bytes() == (aids / f).read_bytes() for f in files)
-    standin = ROOT / "autograder" / "grading" / "standin" / "workbook.py"
+    standin = ROOT / "autograder" / "grading" / "grade" / "standin" / "workbook.py"
     assert (staged / "workbook.py").read_bytes() == standin.read_bytes()
     assert not (staged / "checks").exists() and not (staged / "notebook.py").exists()
 
@@ -411,7 +410,7 @@ print(json.dumps({"dev": sorted(os.listdir("/dev")), "shm": os.listdir("/dev/shm
                   "here": os.listdir(".")}))'''
     seen = json.loads(run(box, look)[0])
     assert seen["shm"] == seen["tmp"] == seen["here"] == []
-    assert set(seen["dev"]) <= {*sandbox.DEVICES, "fd", "stdin", "stdout", "stderr", "shm"}
+    assert set(seen["dev"]) <= {*inside.DEVICES, "fd", "stdin", "stdout", "stderr", "shm"}
 
 
 def test_each_writable_mount_is_bounded_and_memory_no_limit_counts_is_refused(box: Any) -> None:
@@ -433,7 +432,7 @@ for make in (lambda: os.memfd_create("hold"), lambda: __import__("socket").socke
     except OSError as exc:
         print("refused", exc.errno)'''
     printed = run(box, code)[0].splitlines()
-    shm, tmp = sandbox.MOUNTS["/dev/shm"][0] // 2**20, sandbox.MOUNTS["/tmp"][0] // 2**20
+    shm, tmp = NOTEBOOK_MOUNTS["shm"][0] // 2**20, NOTEBOOK_MOUNTS["tmp"][0] // 2**20
     assert printed[0] == f"({shm}, 28) ({tmp}, 28)"  # ENOSPC at each mount's own size
     assert printed[1:] == ["refused 1", "refused 1"]
 
@@ -497,11 +496,11 @@ def test_no_process_of_a_notebook_outlives_its_kill_whatever_it_did_to_its_death
 
 
 def test_the_unprivileged_mode_refuses_new_processes_and_says_so() -> None:
-    from autograder.grading.sandbox.cgroup import UNPRIVILEGED_MODE, Cgroups
+    from autograder.grading.grade.sandbox.cgroup import UNPRIVILEGED_MODE, Cgroups
 
-    if sandbox.unavailable_reason():
-        _unavailable(str(sandbox.unavailable_reason()))
-    unprivileged = sandbox.Sandbox(Cgroups(enabled=False)).start()
+    if bwrap.unavailable_reason():
+        _unavailable(str(bwrap.unavailable_reason()))
+    unprivileged = client.Sandbox(Cgroups(enabled=False)).start()
     try:
         assert unprivileged.cgroups.mode == UNPRIVILEGED_MODE and "new processes" in UNPRIVILEGED_MODE
         code = '''import os, subprocess, threading
@@ -520,9 +519,9 @@ t.join()'''
 
 
 def test_the_summary_names_the_sandbox_mode_in_force() -> None:
-    from autograder.grading.sandbox.cgroup import ROOT_MODE, UNPRIVILEGED_MODE
+    from autograder.grading.grade.sandbox.cgroup import ROOT_MODE, UNPRIVILEGED_MODE
 
-    mode = sandbox.Mode()
+    mode = client.Mode()
     mode.pool.mode = ROOT_MODE
     assert mode.describe() == f"sandbox: bubblewrap, {ROOT_MODE}"
     mode.pool.mode = UNPRIVILEGED_MODE
@@ -585,10 +584,10 @@ time.sleep(60)'''
 
 def test_in_the_unprivileged_mode_a_notebooks_busy_threads_weigh_as_one_classmate_on_the_cpu() -> None:
     """Without cgroups, each notebook is a session of its own: the kernel's autogroup shares the CPU per session."""
-    from autograder.grading.sandbox.cgroup import Cgroups
+    from autograder.grading.grade.sandbox.cgroup import Cgroups
 
-    if sandbox.unavailable_reason():
-        _unavailable(str(sandbox.unavailable_reason()))
+    if bwrap.unavailable_reason():
+        _unavailable(str(bwrap.unavailable_reason()))
     try:
         autogroup = Path("/proc/sys/kernel/sched_autogroup_enabled").read_text().strip() == "1"
         cpu_root = any(line.split(":")[1] in ("cpu", "cpu,cpuacct") and line.split(":")[2] == "/"
@@ -597,7 +596,7 @@ def test_in_the_unprivileged_mode_a_notebooks_busy_threads_weigh_as_one_classmat
         autogroup = cpu_root = False
     if not (autogroup and cpu_root):
         pytest.skip("the kernel groups no process by session here (autogroup off, or a cpu cgroup of its own)")
-    unprivileged = sandbox.Sandbox(Cgroups(enabled=False)).start()
+    unprivileged = client.Sandbox(Cgroups(enabled=False)).start()
     try:
         hog = unprivileged.launch({"plan": {"cells": [{"kind": "code", "source": THREAD_HOG}], "limits": LIMITS},
                                    "files": {}})
@@ -614,24 +613,24 @@ def test_in_the_unprivileged_mode_a_notebooks_busy_threads_weigh_as_one_classmat
 def slow_spawns(monkeypatch: pytest.MonkeyPatch, slow: set[int], delay: float) -> None:
     """Every sandbox started from now stages a fork server that stalls `delay` s before its spawns numbered `slow`
     (counted from 1), as a fork server on a machine too loaded to fork would: it answers nothing meanwhile."""
-    from autograder.grading.sandbox import client, staging
+    from autograder.grading.grade.sandbox import client, staging
 
     real = staging.stage
 
     def stage(dest: Path) -> None:
         real(dest)
-        server = dest / "autograder" / "grading" / "sandbox" / "forkserver.py"
+        server = dest / "autograder" / "grading" / "grade" / "sandbox" / "forkserver.py"
         server.write_text(server.read_text() + f'''
 
 _SPAWNS = [0]
 _real_spawn = spawn
 
 
-def spawn(channel_fd, cgroup_fds):  # (the test's stall, staged into this sandbox only)
+def spawn(channel_fd, cgroup_fds, bounds):  # (the test's stall, staged into this sandbox only)
     _SPAWNS[0] += 1
     if _SPAWNS[0] in {sorted(slow)!r}:
         time.sleep({delay!r})
-    return _real_spawn(channel_fd, cgroup_fds)
+    return _real_spawn(channel_fd, cgroup_fds, bounds)
 ''')  # (its bytecode no longer matches: the server compiles this source)
 
     monkeypatch.setattr(staging, "stage", stage)
@@ -656,10 +655,10 @@ def launch(pool: Any, source: str) -> Any:
 
 @pytest.mark.slow
 def test_a_spawn_that_stalls_past_its_timeout_is_retried_and_classmates_workers_run_on(monkeypatch: pytest.MonkeyPatch) -> None:
-    if sandbox.unavailable_reason():
-        _unavailable(str(sandbox.unavailable_reason()))
+    if bwrap.unavailable_reason():
+        _unavailable(str(bwrap.unavailable_reason()))
     slow_spawns(monkeypatch, {3}, delay=3.0)  # past SPAWN_TIMEOUT (1 s), within PING_TIMEOUT: slow, not stuck
-    pool = sandbox.Pool()
+    pool = client.Pool()
     try:
         classmates = [launch(pool, CLASSMATE) for _ in range(2)]  # spawns 1 and 2, running through the stall
         box = pool.current()
@@ -676,15 +675,15 @@ def test_a_spawn_that_stalls_past_its_timeout_is_retried_and_classmates_workers_
 @pytest.mark.slow
 def test_a_spawn_that_stalls_again_when_retried_costs_its_notebook_only_with_the_reason(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from autograder.grading import runner
+    from autograder.grading.grade import runner
     from autograder.settings import Limits
 
-    if sandbox.unavailable_reason():
-        _unavailable(str(sandbox.unavailable_reason()))
+    if bwrap.unavailable_reason():
+        _unavailable(str(bwrap.unavailable_reason()))
     slow_spawns(monkeypatch, {3, 4}, delay=2.5)  # the first try and its retry both time out
-    pool = sandbox.Pool()
-    monkeypatch.setattr(sandbox.MODE, "pool", pool)
-    monkeypatch.setattr(sandbox.MODE, "unsafe", False)
+    pool = client.Pool()
+    monkeypatch.setattr(client.MODE, "pool", pool)
+    monkeypatch.setattr(client.MODE, "unsafe", False)
     try:
         classmates = [launch(pool, CLASSMATE) for _ in range(2)]
         box = pool.current()

@@ -20,8 +20,7 @@ from typing import Any
 import pytest
 from test_grade_sandbox import LIMITS, _unavailable, outputs
 
-from autograder.grading import sandbox
-from autograder.grading.sandbox import frames, linux
+from autograder.grading.grade.sandbox import bwrap, client, frames, linux
 
 HIGH = 1500  # past FD_SETSIZE: every descriptor a test opens has this number or a higher one
 
@@ -110,12 +109,12 @@ def test_a_worker_that_reads_nothing_times_out_the_graders_write_past_fd_setsize
 def test_a_sandbox_started_by_a_grader_holding_more_than_fd_setsize_descriptors_grades() -> None:
     """The fork server's control socket keeps its number (pass_fds) and each worker's channel is a new descriptor of
     the grader: both past 1024 here."""
-    if sandbox.unavailable_reason():
-        _unavailable(str(sandbox.unavailable_reason()))
+    if bwrap.unavailable_reason():
+        _unavailable(str(bwrap.unavailable_reason()))
     with descriptors_past_fd_setsize():
         try:
-            box = sandbox.Sandbox().start()
-        except sandbox.Unavailable as exc:
+            box = client.Sandbox().start()
+        except client.Unavailable as exc:
             _unavailable(str(exc))
         try:
             assert box.control is not None and box.control.fileno() > 1024

@@ -28,9 +28,9 @@ import pytest
 from adversarial import corpus  # (it gathers escapes.py's and bounds.py's cases too)
 from support_mounts import drop, reachable
 
-from autograder.grading import sandbox
-from autograder.grading.sandbox.cgroup import UNPRIVILEGED_MODE
-from autograder.grading.sandbox.inside import NOFILE
+from autograder.grading.grade.sandbox import bwrap
+from autograder.grading.grade.sandbox.cgroup import UNPRIVILEGED_MODE
+from autograder.settings import NOFILE
 
 pytestmark = pytest.mark.slow  # generates the workbook assignment with nbgrader, then grades a batch: a minute or two
 
@@ -83,7 +83,7 @@ def nobody_env(course: Path, home: Path) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def batch() -> dict:
     """A course of honest and hostile submissions, graded by `nobody` in one batch."""
-    reason = sandbox.unavailable_reason()
+    reason = bwrap.unavailable_reason()
     if reason:
         _unavailable(reason)
     base = Path(tempfile.mkdtemp(prefix="autograder-unprivileged-"))  # below /tmp: pytest's own tmp is root's, 0700

@@ -22,12 +22,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from traitlets.config.loader import PyFileConfigLoader
 
-from autograder.grading import batch, class_report, late, pipeline, safe_html
-from autograder.grading.redact_feedback import RedactHiddenTests
-from autograder.grading.sanitize import HIDDEN_NOTE, notebook_bytes, replace_hidden
-from autograder.grading.source import NotebookSpec
-from autograder.grading.store import csv_text, valid_text, write_notebook
-from autograder.grading.submission import Refused, Submission
+from autograder.grading import batch
+from autograder.grading.discover.assignment import NotebookSpec
+from autograder.grading.discover.fingerprint import fingerprint
+from autograder.grading.discover.submission import Refused, Submission
+from autograder.grading.feedback import safe_html
+from autograder.grading.feedback.hidden_tests import HIDDEN_NOTE, replace_hidden
+from autograder.grading.feedback.redaction import RedactHiddenTests
+from autograder.grading.finish import late
+from autograder.grading.grade import pipeline
+from autograder.grading.grade.bounded import notebook_file
+from autograder.grading.grade.sanitize import notebook_bytes
+from autograder.grading.outputs import class_report, summary
+from autograder.grading.outputs.text import csv_text, valid_text
 from autograder.grading.types import Code, Item, Reason, Row, Status, Task
 from autograder.settings import Limits, Tolerance, load_config
 
@@ -131,8 +138,8 @@ def test_a_fifo_notebook_is_fingerprinted_and_refused_without_blocking(tmp_path:
     (folder / "02_values.ipynb").unlink()
     os.mkfifo(folder / "02_values.ipynb")
     spec = type("Spec", (), {"fingerprint": "s"})()
-    fp = _within(5, batch.fingerprint, folder / "02_values.ipynb", spec, "{}")
-    assert fp == batch.fingerprint(folder / "02_values.ipynb", spec, "{}")
+    fp = _within(5, fingerprint, folder / "02_values.ipynb", spec, "{}")
+    assert fp == fingerprint(folder / "02_values.ipynb", spec, "{}")
     with pytest.raises(Refused, match="FIFO"):
         notebook_bytes(Submission.scan(folder), "02_values", 2**20)
 
@@ -200,7 +207,7 @@ def test_the_summary_csv_holds_every_row_even_with_unencodable_text(tmp_path: Pa
     rows = _rows()
     for row in rows:
         batch.validate(row)
-    batch.write_csv(rows, str(path), "workbook")
+    summary.write_csv(rows, str(path), "workbook")
     data = path.read_bytes().decode("utf-8")  # csv's own line ends, \r\n, and no other line break
     assert data.endswith("\r\n") and "\n" not in data.replace("\r\n", "") and "\r" not in data.replace("\r\n", "")
     got = list(csv.DictReader(open(path, encoding="utf-8", newline="")))
@@ -211,8 +218,9 @@ def test_the_summary_csv_holds_every_row_even_with_unencodable_text(tmp_path: Pa
 
 def test_a_writer_that_dies_leaves_the_previous_summary_and_report(tmp_path: Path, monkeypatch) -> None:
     path = tmp_path / "summary.csv"
-    batch.write_csv(_rows()[:1], str(path), "workbook")
-    page = class_report.write(tmp_path, "workbook", _rows()[:1])
+    summary.write_csv(_rows()[:1], str(path), "workbook")
+    page = class_report.page_path(tmp_path, "workbook")
+    class_report.write(page, "workbook", _rows()[:1])
     before = (path.read_bytes(), page.read_bytes())
 
     def dies(*args, **kwargs):
@@ -220,23 +228,24 @@ def test_a_writer_that_dies_leaves_the_previous_summary_and_report(tmp_path: Pat
 
     monkeypatch.setattr(os, "fsync", dies)  # the temp file is written, then the disk fails before the rename
     with pytest.raises(OSError):
-        batch.write_csv(_rows(), str(path), "workbook")
+        summary.write_csv(_rows(), str(path), "workbook")
     with pytest.raises(OSError):
-        class_report.write(tmp_path, "workbook", _rows())
+        class_report.write(page, "workbook", _rows())
     assert (path.read_bytes(), page.read_bytes()) == before
     assert sorted(p.name for p in tmp_path.rglob("*.tmp")) == []
 
 
 def test_the_class_report_escapes_and_encodes_whatever_the_rows_hold(tmp_path: Path) -> None:
     rows = [Row("<script>alert(1)</script>\ud800", "02_values", 0, 5, Status.GRADED, misconceptions=["x<img>"])]
-    page = class_report.write(tmp_path, "workbook", rows).read_text(encoding="utf-8")
+    class_report.write(class_report.page_path(tmp_path, "workbook"), "workbook", rows)
+    page = class_report.page_path(tmp_path, "workbook").read_text(encoding="utf-8")
     assert "<script>alert" not in page and "&lt;script&gt;" in page and "<img>" not in page
 
 
 def test_a_notebook_with_a_lone_surrogate_in_an_output_is_written(tmp_path: Path) -> None:
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x", outputs=[
         nbformat.v4.new_output("stream", name="stdout", text="bad \ud800 text")])])
-    write_notebook(nb, tmp_path / "nb.ipynb")
+    (tmp_path / "nb.ipynb").write_bytes(notebook_file(nb)[0])  # the autograded file's bytes, as the writer stores them
     assert "bad \ufffd text" in (tmp_path / "nb.ipynb").read_text(encoding="utf-8")
 
 
@@ -273,7 +282,7 @@ def _export(nb: nbformat.NotebookNode, template: str, tmp_path: Path | None = No
     from traitlets.config import Config
 
     config = Config()
-    config.HTMLExporter.preprocessors = ["autograder.grading.safe_export.SafeHTML"]  # as nbgrader_config.py sets it
+    config.HTMLExporter.preprocessors = ["autograder.grading.feedback.safe_export.SafeHTML"]  # as nbgrader_config.py sets it
     config.HTMLExporter.template_name = template
     config.HTMLExporter.extra_template_basedirs = [handlers.template_path]
     # as GenerateFeedback sets it: the page inlines bootstrap's CSS
@@ -316,7 +325,7 @@ def test_a_cell_id_that_is_not_nbformats_is_replaced() -> None:
 
 
 def test_the_grader_escapes_what_it_writes_into_markdown() -> None:
-    from autograder.grading.runner import annotate
+    from autograder.grading.grade.runner import annotate
 
     nb = nbformat.v4.new_notebook()
     annotate(nb, ["lying object <img src=x onerror=alert(1)>"], ["cell 3 raised <script>alert(1)</script>"])
@@ -336,7 +345,7 @@ def test_grading_config_loaded_from_a_config_in_another_folder_sees_the_course_s
                    load_config(course_config), load_config(ROOT / "grading_config.py")):
         assert config.CourseDirectory.source_directory == str(ROOT / "solutions")
         assert config.CourseDirectory.course_id == "autograd-workbook"
-        assert config.HTMLExporter.preprocessors == ["autograder.grading.safe_export.SafeHTML"]
+        assert config.HTMLExporter.preprocessors == ["autograder.grading.feedback.safe_export.SafeHTML"]
     assert Limits(config=load_config(course_config)).cell_timeout == 7.0
 
 
@@ -376,4 +385,4 @@ def test_the_probes_take_the_time_limit_from_their_caller() -> None:
     from autograder import probes
 
     assert inspect.signature(probes.observe).parameters["check_timeout"].default is inspect.Parameter.empty
-    assert "notebook_mb" not in (ROOT / "autograder" / "grading" / "sanitize.py").read_text()
+    assert "notebook_mb" not in (ROOT / "autograder" / "grading" / "grade" / "sanitize.py").read_text()

@@ -41,7 +41,7 @@ def test_nbgraders_unzip_still_works_through_the_archive_stand_in(tmp_path: Path
     with zipfile.ZipFile(archive, "w") as z:
         z.writestr("alice/workbook/01_derivatives.ipynb", "{}")
     code = f"""
-from autograder.grading.nbgrader_light import archive_util_on_first_use, import_without_server_extensions
+from autograder.grading.grade.nbgrader_light import archive_util_on_first_use, import_without_server_extensions
 import sys
 assert import_without_server_extensions() and archive_util_on_first_use()
 from nbgrader import utils

@@ -19,8 +19,9 @@ from adversarial.page_attacks import ATTACKS, BAD_PNG, OVERLAY_TEXT, hostile_not
 from hypothesis import given
 from hypothesis import strategies as st
 
-from autograder.grading import class_report, page_policy, safe_html
-from autograder.grading.page_policy import POLICY
+from autograder.grading.feedback import page_policy, safe_html
+from autograder.grading.feedback.page_policy import POLICY
+from autograder.grading.outputs import class_report
 
 ROOT = Path(__file__).resolve().parent.parent
 CANARY = "http://127.0.0.1:9"  # the discard port: a test here never opens the page, it reads it
@@ -43,7 +44,7 @@ def export(nb: nbformat.NotebookNode, template: str) -> str:
     from nbgrader.server_extensions.formgrader import handlers
     from traitlets.config import Config
 
-    from autograder.grading.feedback_page import FeedbackExporter
+    from autograder.grading.feedback.feedback_page import FeedbackExporter
 
     config = Config()
     config.merge(project_config())
@@ -311,7 +312,8 @@ class _Row:
 
 def test_the_class_report_carries_the_policy_and_escapes_every_name(tmp_path: Path) -> None:
     rows = [_Row(f'<img src="{CANARY}/x" onerror=alert(1)>', "02_<svg onload=alert(1)>", 1, 5, ["add.wrong_op"], True)]
-    written = class_report.write(tmp_path, "workbook", rows).read_text()
+    class_report.write(class_report.page_path(tmp_path, "workbook"), "workbook", rows)
+    written = class_report.page_path(tmp_path, "workbook").read_text()
     page = Elements(written)
     assert page_policy_of(page) == POLICY
     assert not page.of("img") and all(not k.startswith("on") for _, a in page.tags for k in a)

@@ -18,7 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from autograder.cli import main
-from autograder.grading.store import valid_text
+from autograder.grading.feedback import page_policy
+from autograder.grading.outputs.text import valid_text
 from autograder.settings import Limits, Similarity, load_config
 from autograder.similarity import command, compare, page, public
 from autograder.similarity.handout import Exercise, SimilarityError, load_handout
@@ -251,7 +252,7 @@ def assert_inert(html_text: str) -> Tags:
                      ("ul", "id"), ("ol", "id"), ("p", "id"), ("p", "class"), ("tr", "class"), ("div", "class"),
                      ("section", "class"), ("section", "id")}, attrs
     csp = [a for t, a in p.tags if t == "meta" and a.get("http-equiv") == "Content-Security-Policy"]
-    assert csp == [{"http-equiv": "Content-Security-Policy", "content": page.CSP}]
+    assert csp == [{"http-equiv": "Content-Security-Policy", "content": page_policy.POLICY}]  # the grader's one policy
     assert "<meta http-equiv=\"Content-Security-Policy\"" in html_text.split("<body>")[0]
     return p
 
@@ -353,6 +354,10 @@ def test_errors_are_one_line_exit_2_and_leave_nothing_behind(tmp_path: Path, cap
 def test_without_copydetect_the_error_names_the_extra(small_class, capsys, monkeypatch) -> None:
     _, course = small_class
     for name in [m for m in sys.modules if m.startswith(("autograder.similarity", "copydetect"))]:
+        parent, _, last = name.rpartition(".")
+        if parent in sys.modules and hasattr(sys.modules[parent], last):
+            # the re-import below binds a new module on its parent: put the old one back after, as sys.modules is
+            monkeypatch.setattr(sys.modules[parent], last, getattr(sys.modules[parent], last))
         monkeypatch.delitem(sys.modules, name)
     monkeypatch.setitem(sys.modules, "copydetect", None)
     code, _out, err = run_cli(capsys, "workbook", "--course", str(course), "--config", str(course / "nbgrader_config.py"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,14 +15,23 @@ from autograder.notebook import CheckFailed
 from autograder.settings import Limits
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "docs" / "_ext"))
 STATED = re.compile(r"did not finish within (\d+(?:\.\d+)?) s")
 
 
+def as_read(page: str) -> str:
+    """A page's source as its reader reads it: each {default} role replaced by the default the site shows for it (a
+    page states the limit through the setting, never by hand: tests/test_docs.py)."""
+    import references as ref
+
+    return ref.ROLE.sub(lambda m: ref.setting(m.group(2)).default_text() if m.group(1) == "default" else m.group(0), page)
+
+
 def learner_facing_texts() -> dict[str, str]:
-    """The README, the docs site's pages and the notebooks' markdown and code, by path."""
-    texts = {"README.md": (ROOT / "README.md").read_text()}
+    """The README, the docs site's pages (as read) and the notebooks' markdown and code, by path."""
+    texts = {"README.md": as_read((ROOT / "README.md").read_text())}
     for path in sorted((ROOT / "docs").rglob("*.md")) if (ROOT / "docs").is_dir() else []:
-        texts[str(path.relative_to(ROOT))] = path.read_text()
+        texts[str(path.relative_to(ROOT))] = as_read(path.read_text())
     for folder in ("notebooks", "solutions"):
         for path in sorted((ROOT / folder).rglob("*.ipynb")):
             cells = json.loads(path.read_text())["cells"]

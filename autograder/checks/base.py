@@ -23,7 +23,7 @@ class CheckResult:
     """The outcome of one check, as the CLI, the notebooks and the gradebook see it.
 
     `status` is passed, failed (wrong answer), not_implemented (a stub, or a target not defined) or error (the
-    learner's code raised or timed out); `misconception` the id of the likely mistake (see messages.MISCONCEPTIONS);
+    learner's code raised or timed out); `misconception` the id of the likely mistake (see checks.MISCONCEPTIONS);
     `culprit` the method a failure was pinned on by testing it alone; `same_as` the check whose diagnosis this one
     points to (set when the culprit is not this check's own method).
     """
@@ -65,13 +65,15 @@ class Failure:
     status: str = FAILED
     method: str | None = None  # the learner method this failure is certainly in, if known
     recovered: dict[str, str] | None = None  # the one slip of the right formula that gives the learner's numbers
+    sentence: str = ""  # the hint's sentence, where the id's is not in messages.MISCONCEPTIONS (a check's fallback)
 
     def message(self) -> str:
         """The whole diagnosis: what, the hint sentence (the recovered formula, when there is one), the lines that
         reproduce it."""
         from .messages import hint_line, recovered_line
 
-        hint = recovered_line(self.recovered) if self.recovered else hint_line(self.misconception, self.name)
+        hint = (recovered_line(self.recovered) if self.recovered
+                else hint_line(self.misconception, self.name, self.sentence))
         return self.what + hint + self.repro
 
 

@@ -1,5 +1,5 @@
-"""Pieces shared by the topic modules: expression checks, node checks (structure and local rules), the engine's
-isolated checks; the registry every topic module adds its checks to is `registry`."""
+"""Pieces shared by the topic modules: expression checks and node checks (structure and local rules), the judges of
+both; what they know of each operation comes from its declaration (ops.py), the graphs from graphs.py."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ from ..truth.numeric import Estimate, generic_inputs, grad_close, known_gradient
 from ..truth.slips import Recovery, Space, close, equal_on, evaluate, recover
 from . import messages as msg
 from .base import Case, Check, Failure, Observation
-from .registry import REGISTRY, register  # noqa: F401  (the topic modules register through here)
+from .graphs import BRICK_OF, EXPRESSIONS, FORWARD_OF, gradient_mistakes, value_mistakes
+from .ops import BY_SYMBOL, Operation, rule_on
 
 V = "Value"
 ADD, MUL, BWD = f"{V}.__add__", f"{V}.__mul__", f"{V}.backward"
@@ -23,19 +24,6 @@ TANH, EXP, POW = f"{V}.tanh", f"{V}.exp", f"{V}.__pow__"
 
 
 # ---------------------------------------------------------------- expressions
-
-EXPRESSIONS: dict[str, Expr] = {}
-# Mistakes recognised from the numbers alone: expression -> [(misconception, wrong gradient)]
-GRADIENT_MISTAKES: dict[str, list[tuple[str, Callable[..., Sequence[float]]]]] = {}
-# Mistakes recognised from the forward value alone: expression -> [(misconception, wrong value)]
-VALUE_MISTAKES: dict[str, list[tuple[str, Callable[..., float]]]] = {}
-# The brick (a method of notebook 4, by its misconception prefix) an expression tests: a gradient that stayed 0 there
-# is that brick's graph cut (the leaf is not reached through _prev) or its missing _backward, named with the method.
-BRICK_OF: dict[str, str] = {}
-# The operation an expression's wrong forward value is blamed on when no known mistake matches
-FORWARD_MISCONCEPTIONS = {"add": "add.wrong_forward", "add3": "add.wrong_forward", "mul": "mul.wrong_forward",
-                          "mul3": "mul.wrong_forward"}
-
 
 def sample(expr: Expr, rng: random.Random) -> list[float]:
     """Generic inputs where the grader's own numerical derivative is trustworthy."""
@@ -100,10 +88,10 @@ def judge_expression(case: Case, obs: Observation, tol: Tolerance) -> Failure | 
     ref = expr.reference(*xs)
     if not value_close(obs["data"], ref, tol.forward_rtol):
         mis = "sub.sign_flipped" if value_close(-obs["data"], ref, tol.forward_rtol) else None
-        for m, wrong in VALUE_MISTAKES.get(key, []):
+        for m, wrong in value_mistakes(key):
             if value_close(obs["data"], wrong(*xs), 1e-9):
                 mis = m
-        mis = mis or FORWARD_MISCONCEPTIONS.get(key)
+        mis = mis or (FORWARD_OF[key].said("wrong_forward") if key in FORWARD_OF else None)
         return Failure(f"{msg.method_prefix(mis)}forward value of {where(expr, xs)}: expected {ref:.10g}, "
                        f"got {obs['data']:.10g}", mis,
                        repro=msg.repro_lines(expr.repro(xs, backward=case["backward"]).splitlines()))
@@ -126,7 +114,7 @@ def judge_expression(case: Case, obs: Observation, tol: Tolerance) -> Failure | 
         if mis is None and any(grad_close(g, w, ref, 1e-6, 1e-8) for w in expr.one_use_partials(p, xs)):
             mis = "node.assigns_instead_of_accumulating"  # the gradient through one use alone: the others overwritten
         mis = mis or expr.misconception
-        for m, wrong in GRADIENT_MISTAKES.get(key, []):
+        for m, wrong in gradient_mistakes(key):
             if all(grad_close(x, w, ref, 1e-6, 1e-9) for x, w in zip(got, wrong(*xs))):
                 mis = m
         lost = obs.get("merged") or []
@@ -155,22 +143,19 @@ def expression_during(case: Case) -> str:
 
 # ---------------------------------------------------------------- one node: structure and local rule
 
-NODE_METHOD = {"+": ADD, "*": MUL, "tanh": TANH, "exp": EXP, "**": POW}
-NODE_KIND = {"+": "add", "*": "mul", "tanh": "tanh", "exp": "exp", "**": "pow"}
-
-
 def node_case(op: str, rng: random.Random, operands: Sequence[int] | None = None, local: bool = False,
-              k: float | None = None) -> Case:
-    """One operation on fresh leaves; with `local`, preset leaf grads and out.grad for one out._backward() call."""
-    binary = op in ("+", "*")
-    operands = list(operands if operands is not None else ([0, 1] if binary else [0]))
+              k: float | None = None, sign: float | None = None) -> Case:
+    """One operation on fresh leaves; with `local`, preset leaf grads and out.grad for one out._backward() call; with
+    `sign`, every input of that sign."""
+    operation = BY_SYMBOL[op]
+    operands = list(operands if operands is not None else ([0, 1] if operation.arity == 2 else [0]))
     n = max(operands) + 1
-    high = 2.0 if op in ("tanh", "exp") else 2.5
-    xs = generic_inputs(rng, n + 3, 0.3, high)
+    xs = generic_inputs(rng, n + 3, 0.3, operation.high)
     case: Case = {"probe": "node", "op": op, "inputs": xs[:n], "operands": operands}
-    if op == "**":
+    if operation.form == "power":
         case["k"] = k if k is not None else 3
-        case["inputs"] = [abs(x) for x in case["inputs"]]
+    if sign is not None:
+        case["inputs"] = [sign * abs(x) for x in case["inputs"]]
     if local:
         case["preset"] = [round(abs(x) * 0.4, 3) for x in xs[n: n + n]]  # as if another use had passed a gradient
         case["upstream"] = xs[-1]
@@ -182,56 +167,65 @@ def at_zero(case: Case) -> Case:
     return {**case, "inputs": [0.0, *case["inputs"][1:]]}
 
 
-def _local_slopes(case: Case) -> list[float]:
-    """d out / d leaf for each leaf (summed over the leaf's uses), by the grader's own calculus."""
-    op, xs, ops = case["op"], case["inputs"], case["operands"]
-    vals = [xs[i] for i in ops]
-    if op == "+":
-        per_use = [1.0] * len(ops)
-    elif op == "*":
-        per_use = [vals[1], vals[0]]
-    elif op == "tanh":
-        per_use = [1 - math.tanh(vals[0]) ** 2]
-    elif op == "exp":
-        per_use = [math.exp(vals[0])]
-    else:
-        per_use = [case["k"] * vals[0] ** (case["k"] - 1)]
-    slopes = [0.0] * len(xs)
-    for i, s in zip(ops, per_use):
-        slopes[i] += s
-    return slopes
+def local_cases(operation: Operation) -> Callable[[random.Random, bool], list[Case]]:
+    """The node alone, preset grads and one out._backward() call: for two operands, distinct ones and one used twice;
+    for one, a case of each of the declared signs; more of each when hidden; last, if declared, an operand of exactly
+    0 (where a slope that divides by the data is undefined)."""
+    op, local = operation.symbol, operation.local
+    assert local is not None
+
+    def cases(rng: random.Random, hidden: bool) -> list[Case]:
+        if operation.arity == 2:
+            out = [node_case(op, rng, local=True), node_case(op, rng, [0, 0], local=True)]
+            if hidden:
+                out += [node_case(op, rng, local=True), node_case(op, rng, [0, 0], local=True)]
+        else:
+            out = [node_case(op, rng, local=True, k=local.power, sign=sign)
+                   for sign in (local.signs or (None,)) for _ in range(2 if hidden else 1)]
+        if local.at_zero:
+            out.append(at_zero(node_case(op, rng, local=True, k=local.power, sign=(local.signs or (None,))[0])))
+        return out
+
+    return cases
+
+
+def _env(case: Case) -> dict[str, Any]:
+    """The names of a node case's formulas: x and y the operands' data, k the exponent."""
+    xs, ops = case["inputs"], case["operands"]
+    return {"x": xs[ops[0]], "y": xs[ops[1]] if len(ops) > 1 else None, "k": case.get("k")}
+
+
+def _per_leaf(case: Case, adds: Sequence[float]) -> list[float]:
+    """What each leaf gets from what a _backward adds to each operand (a leaf used twice gets both)."""
+    out = [0.0] * len(case["inputs"])
+    for leaf, v in zip(case["operands"], adds):
+        out[leaf] += v
+    return out
 
 
 def _forward(case: Case) -> float:
-    op, xs, ops = case["op"], case["inputs"], case["operands"]
-    vals = [xs[i] for i in ops]
-    return {"+": lambda: vals[0] + vals[1], "*": lambda: vals[0] * vals[1], "tanh": lambda: math.tanh(vals[0]),
-            "exp": lambda: math.exp(vals[0]), "**": lambda: vals[0] ** case["k"]}[op]()
+    e = _env(case)
+    return BY_SYMBOL[case["op"]].forward_on(e["x"], e["y"], e["k"])
+
+
+def _local_slopes(case: Case) -> list[float]:
+    """d out / d leaf for each leaf (summed over the leaf's uses), by the grader's own calculus."""
+    return _adds(case, BY_SYMBOL[case["op"]].backward, 1.0)
+
+
+def _adds(case: Case, rule: tuple[str, ...], g: float) -> list[float]:
+    """What a _backward following `rule` adds to each leaf's grad, out.grad being g."""
+    e = _env(case)
+    return _per_leaf(case, rule_on(rule)(e["x"], e["y"], _forward(case), e["k"], g))
 
 
 def node_text(case: Case) -> str:
     """`out = a * b with a = Value(..), b = Value(..)` for a node case."""
     names = "ab"
     args = [names[i] for i in case["operands"]]
-    expr = {"+": " + ", "*": " * "}.get(case["op"])
-    if expr:
-        body = expr.join(args)
-    elif case["op"] == "**":
-        body = f"a ** {case['k']!r}"
-    else:
-        body = f"a.{case['op']}()"
+    body = BY_SYMBOL[case["op"]].call.format(a=args[0], b=args[-1], k=repr(case.get("k")))
     leaves = ", ".join(f"{names[i]} = Value({x!r})" for i, x in enumerate(case["inputs"]))
     return f"out = {body} with {leaves}"
-
-
-# Every common label of an operation (compared case-folded, spaces dropped): symbols, Unicode signs, words.
-OP_LABELS: dict[str, frozenset[str]] = {
-    "+": frozenset({"+", "＋", "add", "plus", "sum", "addition", "__add__", "a+b"}),
-    "*": frozenset({"*", "×", "·", "⋅", "∗", "✕", "x", "mul", "mult", "times", "multiply", "product", "prod",
-                    "multiplication", "__mul__", "a*b"}),
-    "tanh": frozenset({"tanh", "tanh()", "th"}),
-    "exp": frozenset({"exp", "exp()", "e^x", "e**x", "eˣ", "e"}),
-}
 
 
 def op_matches(op: str, text: str | None) -> bool:
@@ -239,23 +233,25 @@ def op_matches(op: str, text: str | None) -> bool:
     if not text:
         return False
     label = "".join(text.split()).casefold()
-    if op == "**":
-        return "**" in label or "pow" in label or "^" in label or label.startswith(("²", "³", "⁻"))
-    return label in OP_LABELS[op]
+    operation = BY_SYMBOL[op]
+    return (label in operation.labels or any(p in label for p in operation.label_parts)
+            or (bool(operation.label_starts) and label.startswith(operation.label_starts)))
 
 
 def names_another_op(op: str, text: str | None) -> bool:
     """Whether `_op` names a different operation than `op` (such as '+' on a product): the only `_op` a check of a
     local rule rejects, since only notebook 2's exercises ask for the label."""
-    return bool(text) and not op_matches(op, text) and any(op_matches(o, text) for o in (*OP_LABELS, "**") if o != op)
+    return bool(text) and not op_matches(op, text) and any(op_matches(o, text) for o in BY_SYMBOL if o != op)
 
 
 def _local_mistake(case: Case, got: list[float], tol: Tolerance, data: float) -> str | None:
-    """Which known wrong local rule gives these grads."""
-    op, xs, ops = case["op"], case["inputs"], case["operands"]
+    """Which known wrong local rule gives these grads: the shapes every operation may show, then the operation's own
+    wrong rules (ops.py)."""
+    operation = BY_SYMBOL[case["op"]]
+    ops = case["operands"]
     p, u = case["preset"], case["upstream"]
     slopes = _local_slopes(case)
-    kind = NODE_KIND[op]
+    binary = operation.arity == 2
 
     def close(g: float, w: float) -> bool:
         return grad_close(g, w, w, 1e-6, 1e-9)
@@ -271,47 +267,35 @@ def _local_mistake(case: Case, got: list[float], tol: Tolerance, data: float) ->
     def overwritten(i: int) -> bool:  # this leaf's grad holds one use's gradient alone: `=` where `+=` belongs
         return not close(got[i], right[i]) and (close(got[i], u * slopes[i]) or close(got[i], u * single[i]))
 
-    if op == "*" and len(set(ops)) == 2 and any(not close(got[i], right[i]) and close(got[i], p[i] + u * xs[i])
-                                                 for i in range(2)):
-        return "mul.unswapped"  # a leaf got its own data times out.grad
-    if op in ("+", "*") and len(set(ops)) < len(ops) and close(got[ops[0]], p[ops[0]] + u * single[ops[0]]):
-        return f"{kind}.loses_a_use"  # a + a: the leaf got one use's gradient added, not both
+    if binary and len(set(ops)) == 2:  # a rule wrong on one operand alone, such as a leaf given its own data
+        for m in operation.mistakes:
+            for rule in m.rules if m.alone else ():
+                wrong = _adds(case, rule, u)
+                if any(not close(got[i], right[i]) and close(got[i], p[i] + wrong[i]) for i in range(2)):
+                    return m.id
+    if binary and len(set(ops)) < len(ops) and close(got[ops[0]], p[ops[0]] + u * single[ops[0]]):
+        return operation.said("loses_a_use")  # a + a: the leaf got one use's gradient added, not both
     if any(overwritten(i) for i in range(len(got))):
-        return f"{kind}.assigns_instead_of_accumulating" if kind in ("add", "mul") else "node.assigns_instead_of_accumulating"
+        return operation.said("assigns") or "node.assigns_instead_of_accumulating"
     if like(*(pi + s for pi, s in zip(p, slopes))):
         return "node.missing_upstream"
     if like(*(pi + data * s for pi, s in zip(p, slopes))):
         return "node.uses_out_data"
-    x = xs[0]
-    wrong = {
-        "*": [("mul.unswapped", [x * u, xs[-1] * u] if len(xs) > 1 else [])],
-        "+": [("add.forgets_an_operand", [p[0] + u, p[1]] if len(p) > 1 else []),
-              ("add.forgets_an_operand", [p[0], p[1] + u] if len(p) > 1 else [])],
-        "tanh": [("tanh.uses_input", [u * (1 - x * x)]), ("tanh.drops_one_minus", [u * math.tanh(x) ** 2]),
-                 ("tanh.one_minus_t", [u * (1 - math.tanh(x))]), ("tanh.one_plus_t_squared", [u * (1 + math.tanh(x) ** 2)])],
-        "exp": [("exp.derivative_is_input", [u * x]), ("exp.derivative_is_input", [u])],
-        "**": [("pow.derivative_keeps_power", [u * case.get("k", 1) * x ** case.get("k", 1)]),
-               ("pow.derivative_keeps_power", [u * x ** (case.get("k", 1) - 1)]),
-               ("pow.exponent_off_by_one", [u * case.get("k", 1) * x ** (case.get("k", 1) + 1)])],
-    }[op]
-    for mis, values in wrong:
-        if not values:
-            continue
-        if op in ("+",):
-            if like(*values):
-                return mis
-        elif like(*(pi + v for pi, v in zip(p, values))) or like(*values):
-            return mis
-    if op in ("+", "*") and len(set(ops)) == 2:  # one operand's rule wrong, the other's right
+    for m in operation.mistakes:
+        for rule in m.rules:
+            wrong = _adds(case, rule, u)
+            if like(*(pi + v for pi, v in zip(p, wrong))) or like(*wrong):
+                return m.id
+    if binary and len(set(ops)) == 2:  # one operand's rule wrong, the other's right
         for i, j in ((0, 1), (1, 0)):
             if not close(got[j], right[j]) or close(got[i], right[i]):
                 continue
             if close(got[i], p[i]):
-                return f"{kind}.forgets_an_operand"
+                return operation.said("forgets_an_operand")
             if close(got[i], p[i] - u * slopes[i]):
-                return f"{kind}.sign_flipped"
+                return operation.said("sign_flipped")
             if any(close(got[i], p[i] + g * f) for g in (p[j], right[j]) for f in (1.0, u)):
-                return "add.uses_operand_grad" if op == "+" else "mul.uses_grad_for_data"
+                return operation.said("uses_operand_grad")
     if all(close(g, pi) or close(g, pi - u * s) for g, pi, s in zip(got, p, slopes)):
         return "node.sign_flipped"
     return None
@@ -320,7 +304,8 @@ def _local_mistake(case: Case, got: list[float], tol: Tolerance, data: float) ->
 def judge_node(case: Case, obs: Observation, tol: Tolerance) -> Failure | None:
     """The node is new, remembers exactly its operands and its op; its _backward adds the local rule times out.grad."""
     op = case["op"]
-    method, kind = NODE_METHOD[op], NODE_KIND[op]
+    operation = BY_SYMBOL[op]
+    method = operation.target
     text = node_text(case)
     if any(obs["is_leaf"]):
         return Failure(f"{method}: {text}: expected a new Value, got one of its operands itself",
@@ -330,23 +315,21 @@ def judge_node(case: Case, obs: Observation, tol: Tolerance) -> Failure | None:
         return Failure(f"{method}: forward value of {text}: expected {want:.10g}, got {obs['data']:.10g}",
                        method=method, repro=node_repro(case))
     kids, operands = obs["children"], set(case["operands"])
-    composed = op in ("tanh", "exp", "**") and not any(k >= 0 for k in kids) and all(obs.get("reaches", [False]))
+    composed = operation.arity == 1 and not any(k >= 0 for k in kids) and all(obs.get("reaches", [False]))
     if composed:
         return None  # built from other nodes (tanh from exp, + and /): its own composite check judges it
     if not kids:
-        mis = f"{kind}.no_children" if kind in ("add", "mul") else f"{kind}.graph_cut"
         return Failure(f"{method}: {text}: expected out._prev to hold the operand{'s' * (len(operands) > 1)}, got "
-                       "no children at all (a graph cut)", mis, method=method, repro=structure_repro(case))
-    extra_ok = op == "**"  # a power may keep its exponent as a child Value
-    if set(k for k in kids if k >= 0) != operands or (-1 in kids and not extra_ok):
+                       "no children at all (a graph cut)", operation.said("graph_cut"), method=method,
+                       repro=structure_repro(case))
+    if set(k for k in kids if k >= 0) != operands or (-1 in kids and not operation.extra_child):
         return Failure(f"{method}: {text}: expected out._prev to hold exactly the operands, got {len(kids)} "
                        f"children, {sum(k >= 0 for k in kids)} of them operands", "node.wrong_children", method=method,
                        repro=structure_repro(case))
     local = "preset" in case  # only notebook 2's structure cases ask for the label; a local rule's check needs none
     if (names_another_op(op, obs["op"]) if local else not op_matches(op, obs["op"])):
-        mis = f"{kind}.wrong_op" if kind in ("add", "mul") else "node.wrong_op"
-        return Failure(f"{method}: {text}: expected out._op = {op!r}, got {obs['op']!r}", mis, method=method,
-                       repro=structure_repro(case))
+        return Failure(f"{method}: {text}: expected out._op = {op!r}, got {obs['op']!r}",
+                       operation.said("wrong_op") or "node.wrong_op", method=method, repro=structure_repro(case))
     if "grads" not in obs:
         return None
     p, u = case["preset"], case["upstream"]
@@ -357,41 +340,32 @@ def judge_node(case: Case, obs: Observation, tol: Tolerance) -> Failure | None:
     mis = _local_mistake(case, got, tol, obs["data"])
     recovered = None if mis else recover_slope(case, got)
     if recovered:
-        mis = f"{kind}.wrong_slope"
+        mis = operation.said("wrong_slope")
     grads = ", ".join(f"{n}.grad = {g!r}" for n, g in zip("ab", p))
     return Failure(f"{method}: {text}, then {grads} (as if from another use), out.grad = {u!r} and one "
                    f"out._backward() call: expected {fmt_grads(expected)}; got {fmt_grads(got)}", mis, name="a",
                    method=method, repro=node_repro(case, expected), recovered=recovered)
 
 
-# What a one-input operation's _backward adds to self.grad, in the names a slip may mix up: x the input (self.data),
-# t the output (out.data), g the gradient flowing in (out.grad), k the exponent.
-_IO = "x is self.data, t is out.data and g is out.grad"
-LOCAL_SLOPES: dict[str, Space] = {
-    "tanh": Space("(1 - t ** 2) * g", ("x", "t", "g"), ("tanh",), (("x", -2.0, 2.0), ("g", -3.0, 3.0)),
-                  (("t", "tanh(x)"),), _IO),
-    "exp": Space("t * g", ("x", "t", "g"), ("exp",), (("x", -2.0, 2.0), ("g", -3.0, 3.0)), (("t", "exp(x)"),), _IO),
-    "**": Space("k * x ** (k - 1) * g", ("x", "k", "t", "g"), (), (("x", 0.3, 2.5), ("k", 2.0, 4.0), ("g", -3.0, 3.0)),
-                (("t", "x ** k"),), _IO + ", k the exponent", counts=("k",)),
-}
-# What a two-operand operation's _backward adds to each operand's grad: x is self.data, y other.data, t out.data, g
-# out.grad (the other operand's rule held right while one is recovered).
-_IO2 = "x is self.data, y is other.data, t is out.data and g is out.grad"
-BINARY_SLOPES: dict[str, tuple[Space, Space]] = {
-    op: tuple(Space(f, ("x", "y", "t", "g"), (), (("x", -2.5, 2.5), ("y", -2.5, 2.5), ("g", -3.0, 3.0)),
-                    (("t", out),), _IO2) for f in rules)  # type: ignore[misc]
-    for op, out, rules in (("*", "x * y", ("y * g", "x * g")), ("+", "x + y", ("g", "g")))
-}
+def slip_spaces(operation: Operation) -> tuple[Space, ...]:
+    """Where the recovery looks for a slip of what the operation's _backward adds to each operand (its declared
+    slips; the output t computed from the forward)."""
+    sl = operation.slips
+    if sl is None:
+        return ()
+    return tuple(Space(f, sl.names, sl.functions, sl.domains, (("t", operation.forward),), sl.where, counts=sl.counts)
+                 for f in operation.backward)
 
 
 def recover_slope(case: Case, got: Sequence[float]) -> dict[str, str] | None:
     """The one slip of what a one-input operation's _backward adds that gives the learner's gradient (the preset
     gradient plus the slip), as the learner's formula beside the right one; None if none or several do."""
-    if case["op"] in BINARY_SLOPES:
+    spaces = slip_spaces(BY_SYMBOL[case["op"]])
+    if len(spaces) == 2:
         return _recover_binary(case, got)
-    space = LOCAL_SLOPES.get(case["op"])
-    if space is None or len(got) != 1:
+    if len(spaces) != 1 or len(got) != 1:
         return None
+    space = spaces[0]
     p, u = case["preset"][0], case["upstream"]
     env = space.env(x=case["inputs"][0], g=u, **({"k": case["k"]} if "k" in case else {}))
 
@@ -408,7 +382,7 @@ def recover_slope(case: Case, got: Sequence[float]) -> dict[str, str] | None:
 def _recover_binary(case: Case, got: Sequence[float]) -> dict[str, str] | None:
     """For + and *: the one slip of what one operand's line of _backward adds (the other's held right) that gives
     the learner's grads, whether the operands are two leaves or one leaf twice."""
-    spaces = BINARY_SLOPES[case["op"]]
+    spaces = slip_spaces(BY_SYMBOL[case["op"]])
     xs, ops, p, u = case["inputs"], case["operands"], case["preset"], case["upstream"]
     env = spaces[0].env(x=xs[ops[0]], y=xs[ops[1]], g=u)
     right = [evaluate(sp.formula, env) or 0.0 for sp in spaces]
@@ -440,8 +414,8 @@ def node_fits(case: Case, obs: Observation, recovered: dict[str, str]) -> bool:
     if case.get("probe") != "node" or got is None or "preset" not in case:
         return False
     xs, ops, p, u = case["inputs"], case["operands"], case["preset"], case["upstream"]
-    if case["op"] in BINARY_SLOPES:
-        spaces = BINARY_SLOPES[case["op"]]
+    spaces = slip_spaces(BY_SYMBOL[case["op"]])
+    if len(spaces) == 2:
         env = spaces[0].env(x=xs[ops[0]], y=xs[ops[1]], g=u)
         side = 1 if "`other.grad" in recovered.get("what", "") else 0
         adds = [evaluate(recovered["got"] if k == side else sp.formula, env) for k, sp in enumerate(spaces)]
@@ -451,10 +425,9 @@ def node_fits(case: Case, obs: Observation, recovered: dict[str, str]) -> bool:
         for k, leaf in enumerate(ops):
             want[leaf] += adds[k]  # type: ignore[operator]
         return all(close(g, w) for g, w in zip(got, want))
-    space = LOCAL_SLOPES.get(case["op"])
-    if space is None or len(got) != 1:
+    if len(spaces) != 1 or len(got) != 1:
         return False
-    v = evaluate(recovered["got"], space.env(x=xs[0], g=u, **({"k": case["k"]} if "k" in case else {})))
+    v = evaluate(recovered["got"], spaces[0].env(x=xs[0], g=u, **({"k": case["k"]} if "k" in case else {})))
     return v is not None and close(got[0], p[0] + v)
 
 

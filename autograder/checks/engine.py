@@ -7,82 +7,29 @@ import re
 from collections.abc import Callable
 
 from ..settings import Tolerance
-from ..truth.expressions import Expr
 from ..truth.numeric import generic_inputs, grad_close
 from . import messages as msg
 from .base import Case, Check, Failure, Observation
+from .bricks import local_check
 from .common import (
     ADD,
     BWD,
-    EXPRESSIONS,
-    GRADIENT_MISTAKES,
     MUL,
     V,
-    at_zero,
     during_by_probe,
     expression_case,
     expression_check,
     expression_during,
     judge_by_probe,
     judge_expression,
-    judge_node,
     node_case,
-    node_during,
-    node_fits,
-    register,
 )
+from .ops import ADD as ADD_OP
+from .ops import MUL as MUL_OP
+from .registry import Topic
 
-EXPRESSIONS.update({
-    # forward
-    "add": Expr(("a", "b"), "a + b", exact=lambda a, b: (1.0, 1.0)),
-    "add3": Expr(("a", "b", "c"), "a + b + c", exact=lambda a, b, c: (1.0, 1.0, 1.0)),
-    "mul": Expr(("a", "b"), "a * b", exact=lambda a, b: (b, a)),
-    "mul3": Expr(("a", "b", "c"), "a * b * c", exact=lambda a, b, c: (b * c, a * c, a * b)),
-    "mul_add": Expr(("a", "b", "c"), "a * b + c", exact=lambda a, b, c: (b, a, 1.0)),
-    # upstream gradient not 1
-    "add_up": Expr(("a", "b"), "a + b", upstream=3.0, exact=lambda a, b: (3.0, 3.0)),
-    "mul_up": Expr(("a", "b"), "a * b", upstream=3.0, exact=lambda a, b: (3 * b, 3 * a)),
-    # accumulation
-    "a_plus_a": Expr(("a",), "a + a", exact=lambda a: (2.0,)),
-    "a_times_a": Expr(("a",), "a * a", exact=lambda a: (2 * a,)),
-    "ab_plus_a": Expr(("a", "b"), "a * b + a", exact=lambda a, b: (b + 1, a)),
-    "a_plus_a_up": Expr(("a",), "a + a", upstream=3.0, exact=lambda a: (6.0,)),
-    "a_plus_b_plus_a": Expr(("a", "b"), "(a + b) + a", exact=lambda a, b: (2.0, 1.0)),
-    "a_times_b_times_a": Expr(("a", "b"), "(a * b) * a", exact=lambda a, b: (2 * a * b, a * a)),
-    # order
-    "chain": Expr(("a", "b", "c"), "(a * b) * c", exact=lambda a, b, c: (b * c, a * c, a * b)),
-    "chain_up": Expr(("a", "b", "c"), "(a * b + c) * a", upstream=3.0),
-    "shared": Expr(("x",), "y = x * x\nout = y * Value(2.0) + y * Value(3.0)", exact=lambda x: (10 * x,),
-                   misconception="backward.topological_order"),
-    "skip_mul": Expr(("x",), "y = x * x\nout = y + (y * Value(2.5)) * Value(1.5)", exact=lambda x: (2 * x * 4.75,),
-                     misconception="backward.topological_order"),
-    "diamond": Expr(("a", "b"), "c = a * b\nd = c + a\ne = c * d\nout = e + d * b", misconception="backward.topological_order"),
-    # distinct nodes with equal data
-    "twins": Expr(("a", "b", "c"), "m = a * b\nn = b * a\nout = m * c + n", exact=lambda a, b, c: (b * c + b, a * c + a, a * b),
-                  misconception="eq.by_value"),
-    "tied_leaves": Expr(("a", "b"), "a * b + b", tied=True, exact=lambda a, b: (b, a + 1), misconception="eq.by_value"),
-    # an input of exactly 0: a slope written as out.data / self.data is right elsewhere and undefined there
-    "mul_zero": Expr(("a", "b"), "a * b", upstream=3.0, zeros=(0,), exact=lambda a, b: (3 * b, 3 * a)),
-    # backward() called on a second graph after the first: fresh nodes over the same leaves (the leaves' grads
-    # zeroed, as a training loop does), and a node of the first graph reused (every grad of the first zeroed)
-    "again_fresh": Expr(("a", "b"), "y = a * b\nout = y + a\nout1 = out\nout = a * b * Value(2.0) + b",
-                        again="leaves", exact=lambda a, b: (2 * b, 2 * a + 1)),
-    "again_reuse": Expr(("a", "b"), "y = a * b\nout = y + a\nout1 = out\nout = y * b + a",
-                        again="all", exact=lambda a, b: (b * b + 1, 2 * a * b)),
-})
-
-GRADIENT_MISTAKES.update({
-    "mul_up": [
-        ("mul.unswapped", lambda a, b: (3 * a, 3 * b)),
-        # the upstream `* 3.0` is a multiplication too, so an unswapped __mul__ also gets out.grad wrong
-        ("mul.unswapped", lambda a, b: (a * a * b, b * a * b)),
-    ],
-    "mul": [("mul.unswapped", lambda a, b: (a, b))],
-    "ab_plus_a": [
-        ("node.assigns_instead_of_accumulating", lambda a, b: (b, a)),
-        ("node.assigns_instead_of_accumulating", lambda a, b: (1.0, a)),
-    ],
-})
+TOPIC = Topic()
+register = TOPIC.add
 
 
 # ---------------------------------------------------------------- repr (notebook 2)
@@ -143,26 +90,10 @@ MUL_FORWARD = register(expression_check("mul_forward", (MUL,), "a * b computes t
                                         ["mul", "mul3"], backward=False, extra=structure_cases("*")))
 
 
-# ---------------------------------------------------------------- local rules (notebook 3)
+# ---------------------------------------------------------------- local rules (notebook 3), from their declarations
 
-def local_cases(op: str) -> Callable[[random.Random, bool], list[Case]]:
-    """Distinct operands, a node used twice, preset grads and an upstream gradient other than 1."""
-
-    def cases(rng: random.Random, hidden: bool) -> list[Case]:
-        out = [node_case(op, rng, local=True), node_case(op, rng, [0, 0], local=True)]
-        if hidden:
-            out += [node_case(op, rng, local=True), node_case(op, rng, [0, 0], local=True)]
-        if op == "*":  # last: an operand of exactly 0, where a slope that divides by the data is undefined
-            out.append(at_zero(node_case(op, rng, local=True)))
-        return out
-
-    return cases
-
-
-register(Check("add_local_backward", (ADD,), "out._backward() of a + b adds out.grad to both inputs' grads",
-               local_cases("+"), judge_node, group="exercise", during=node_during, fits=node_fits))
-register(Check("mul_local_backward", (MUL,), "out._backward() of a * b adds the other's data times out.grad to each "
-               "input's grad", local_cases("*"), judge_node, group="exercise", during=node_during, fits=node_fits))
+register(local_check(ADD_OP))
+register(local_check(MUL_OP))
 
 
 # ---------------------------------------------------------------- backward() alone (isolated: the grader's own _backward)

@@ -1,7 +1,10 @@
-"""Every sentence a learner reads in a diagnosis, in one place: the misconception catalogue and the phrasing.
+"""Every sentence a learner reads in a diagnosis: the misconception catalogue and the phrasing.
 
 A misconception has a stable id (`method.what_went_wrong`, used in CheckResults, the gradebook's class report
 and tests) and one sentence a beginner understands. `{name}` in a sentence is the variable the numbers point at.
+The sentences of an operation's own mistakes are in its declaration (ops.py) and join the catalogue here; a check's
+fallback (a failure no known mistake explains) is phrased from its description (`fallback_sentence`), and the
+catalogue with every check's fallback is `autograder.checks.MISCONCEPTIONS`.
 """
 
 from __future__ import annotations
@@ -10,6 +13,8 @@ import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
+
+from . import ops
 
 # ---------------------------------------------------------------- hint levels
 # The part of a sentence that writes the solution (the correct expression or code) is marked ⟦like this⟧ in the
@@ -52,25 +57,16 @@ def solution_parts(template: str) -> list[str]:
 
 # Observations of a shape no honest probe returns (in batch grading, the grader treats them as a protocol violation).
 MALFORMED_OBSERVATION = "common.malformed_observation"
+# A target whose code is the grader's own (probes/provenance.py): it fails its check, and graded runs flag it.
+GRADERS_CODE = "common.graders_code"
 
 MISCONCEPTIONS: dict[str, str] = {
+    **ops.SENTENCES,  # each operation's own mistakes
     # structure: what a node remembers
-    "add.no_children": "the result of + must remember its operands⟦: Value(self.data + other.data, (self, other), '+')⟧",
-    "mul.no_children": "the result of * must remember its operands⟦: Value(self.data * other.data, (self, other), '*')⟧",
     "node.wrong_children": "_prev must hold exactly the operands of the operation, the very same Value objects",
-    "add.wrong_op": "the result of + must record the operation it came from⟦: _op = '+'⟧",
-    "mul.wrong_op": "the result of * must record the operation it came from⟦: _op = '*'⟧",
     "node.wrong_op": "each result must record the operation it came from in _op⟦ (such as '+', '*', 'tanh', 'exp', '**2')⟧",
-    "tanh.graph_cut": ("the tanh node has no child, so the graph is cut there and no gradient reaches x⟦: create it as "
-                       "Value(t, (self,), 'tanh')⟧"),
-    "exp.graph_cut": "the exp node has no child, so the graph is cut there⟦: create it as Value(e, (self,), 'exp')⟧",
-    "pow.graph_cut": "the ** node has no child, so the graph is cut there⟦: create it as Value(x ** k, (self,), f'**{k}')⟧",
     "node.returns_operand": "an operation must return a NEW Value, not one of its operands",
     # local rules (one out._backward() call)
-    "add.assigns_instead_of_accumulating": ("{name} is used twice and one of its two gradients was overwritten: a _backward "
-                                            "sets `grad = ...` where it must accumulate `grad += ...`"),
-    "mul.assigns_instead_of_accumulating": ("{name} is used twice and one of its two gradients was overwritten: a _backward "
-                                            "sets `grad = ...` where it must accumulate `grad += ...`"),
     "node.assigns_instead_of_accumulating": ("a _backward sets `grad = ...` where it must accumulate `grad += ...` (a node "
                                              "used twice gets a gradient from each use)"),
     "node.backward_not_attached": ("out._backward did nothing: the function was never attached to the result⟦ (define "
@@ -78,23 +74,6 @@ MISCONCEPTIONS: dict[str, str] = {
     "node.missing_upstream": "off by the upstream factor: a _backward is missing `* out.grad` (the chain rule)",
     "node.uses_out_data": ("the _backward multiplies by out.data (the result's value) where the chain rule needs "
                            "out.grad (the gradient flowing in)"),
-    **{f"{kind}.loses_a_use": (f"{sym} with the same Value twice adds only one use's gradient: each operand needs its "
-                               "own `+=` (self.grad and other.grad, even when they are the same Value); a loop over "
-                               "out._prev, a set that holds the Value once, loses the other")
-       for kind, sym in (("add", "a + a"), ("mul", "a * a"))},
-    "add.forgets_an_operand": "+ must route out.grad to BOTH operands⟦: self.grad += out.grad and other.grad += out.grad⟧",
-    "mul.unswapped": ("in __mul__, each operand's gradient needs the OTHER operand's data⟦ (self.grad needs "
-                      "other.data * out.grad, other.grad needs self.data * out.grad)⟧: the operands look unswapped"),
-    "tanh.uses_input": ("the local derivative of tanh is written with t = tanh(x), the OUTPUT⟦: 1 - t**2⟧; this "
-                        "looks like 1 - x**2, with the input x"),
-    "tanh.drops_one_minus": "the local derivative of tanh looks like t**2 here, the output squared alone⟦; it is 1 - t**2⟧",
-    "tanh.one_minus_t": "the local derivative of tanh looks like 1 - t here: the output is not squared⟦; it is 1 - t**2⟧",
-    "exp.derivative_is_input": "the local derivative of exp looks like x or 1 here, not the output itself⟦, exp(x)⟧",
-    "pow.derivative_keeps_power": ("the local derivative of x**n looks like n * x**n or x**(n-1) here: the power is not lowered, or the "
-                                 "factor n is missing⟦; it is n * x**(n-1)⟧"),
-    "div.wrong_sign": "the gradient of b in a / b has the wrong sign⟦: a / b is a * b**-1, so it is -a / b**2 times out.grad⟧",
-    "div.operands_inverted": "a / b divides self by other; this computes other / self (the operands are inverted)",
-    "sub.sign_flipped": "the sign is flipped: look at `-`, __neg__, __sub__ or __rsub__ (which operand is subtracted from which?)",
     # backward()
     "backward.root_not_seeded": "backward() must seed the root (d out / d out is 1) before walking the graph⟦: self.grad = 1⟧",
     "backward.never_calls": ("backward() called no node's _backward: build the topological order from the root through "
@@ -186,8 +165,6 @@ MISCONCEPTIONS: dict[str, str] = {
                             "p.data -= lr * p.grad⟧"),
     "train.step_doubled": ("every step moves the parameters twice as far as one gradient step of size lr: "
                            "loss.backward() runs twice a step (the gradients add up), or the update is applied twice"),
-    "add.wrong_forward": "a + b must compute the sum of the operands' data⟦, self.data + other.data⟧",
-    "mul.wrong_forward": "a * b must compute the product of the operands' data⟦, self.data * other.data⟧",
     # single-notebook exercises
     "derivative.no_half": ("your slope is twice the true one: the difference of f at the two points must be divided "
                            "by the distance between the two points"),
@@ -224,33 +201,7 @@ MISCONCEPTIONS: dict[str, str] = {
                             "same answer and b = 0 works⟦: divide by max(abs(a), abs(b))⟧"),
     "relerr.min": "divide by the larger magnitude⟦, max(abs(a), abs(b))⟧, not the smaller",
     "relerr.no_abs": "the error is a distance⟦: take abs(a - b)⟧",
-    # local rules: more wrong versions, recognised from one out._backward() call
-    "add.sign_flipped": "+ passes out.grad on unchanged to both operands; this subtracts it⟦: `+= out.grad`, not `-= out.grad`⟧",
-    "mul.sign_flipped": "* adds (the other operand's data) * out.grad to each operand's grad: `+=`, not `-=`",
     "node.sign_flipped": "the gradient was subtracted: a _backward must ADD its contribution, `grad += ...`",
-    "add.uses_operand_grad": ("+ must route out.grad, the gradient flowing in, to both operands; this adds another "
-                              "operand's .grad⟦ (self.grad += out.grad, other.grad += out.grad)⟧"),
-    "mul.uses_grad_for_data": ("in __mul__, each operand's gradient is the OTHER operand's DATA times out.grad; this uses "
-                               "an operand's .grad where its .data belongs⟦ (other.grad += self.data * out.grad)⟧"),
-    "mul.forgets_an_operand": ("* must pass a gradient to BOTH operands⟦: self.grad += other.data * out.grad and "
-                               "other.grad += self.data * out.grad⟧"),
-    "tanh.one_plus_t_squared": "the local derivative of tanh looks like 1 + t**2 here: the sign is wrong⟦; it is 1 - t**2⟧",
-    "pow.exponent_off_by_one": ("the local derivative of x**n looks like n * x**(n+1) here: the exponent must go DOWN by "
-                                "one⟦, n * x**(n-1)⟧"),
-    # a brick whose graph is cut, or whose _backward does nothing (seen through a whole expression)
-    **{f"{kind}.graph_cut": (f"the result of {sym} does not reach its operands through _prev, so the graph is cut there "
-                             f"and no gradient flows back: build {sym} from Value operations (or create the result "
-                             "with its operands as children), never from plain numbers such as Value(-self.data)")
-       for kind, sym in (("neg", "-a"), ("sub", "a - b"), ("div", "a / b"), ("rsub", "number - a"),
-                         ("rtruediv", "number / a"), ("radd", "number + a"), ("rmul", "number * a"))},
-    **{f"{kind}.no_backward": (f"the result of {sym} remembers its operands, but no gradient comes out of it: its "
-                               "_backward is missing or does nothing; build it from operations that have one "
-                               "⟦(a / b = a * b**-1, -a = a * -1) ⟧or define out._backward")
-       for kind, sym in (("tanh", "x.tanh()"), ("exp", "x.exp()"), ("pow", "x ** k"), ("neg", "-a"),
-                         ("sub", "a - b"), ("div", "a / b"), ("rsub", "number - a"), ("rtruediv", "number / a"),
-                         ("radd", "number + a"), ("rmul", "number * a"))},
-    "rtruediv.operands_inverted": ("2 / a calls a.__rtruediv__(2): `other` is the number on the LEFT, so the result "
-                                   "is other / self⟦, other * self**-1⟧; this computes self / other"),
     # structure, when learner code raised
     "node.divides_by_data": ("the line above divides by a .data that is exactly 0 in this case (0 is a valid "
                              "input, where the operation has a slope): a slope written as a quotient such as "
@@ -290,9 +241,6 @@ MISCONCEPTIONS: dict[str, str] = {
     "grads_of.returns_values": "grads_of must return numbers, each leaf's .grad, not the leaf Values themselves",
     "common.none_iterated": ("the line above walks through None where a list belongs: a function without `return`, "
                              "or a list method that works in place (x = x.reverse(), x = x.sort()), gives None"),
-    "rmul.calls_add": "2 * a computes 2 + a: __rmul__ must multiply⟦, return self * other⟧ (is it bound to __radd__?)",
-    "radd.calls_mul": "1 + a computes 1 * a: __radd__ must add⟦, return self + other⟧ (is it bound to __rmul__?)",
-    "div.multiplies": "a / b computes a * b: divide⟦, self * other**-1⟧",
     "repr.prints_instead_of_returning": ("__repr__ returned None: it must RETURN the text⟦, "
                                          "return f\"Value(data={self.data})\"⟧ (printing it, or leaving out `return`, "
                                          "gives None)"),
@@ -356,9 +304,6 @@ MISCONCEPTIONS: dict[str, str] = {
     "common.unexpected_result": ("your code ran without an error but gave back something of another kind than the "
                                  "check expects (described above)"),
     # a wrong formula recovered from the numbers (the diagnosis shows it beside the right one)
-    **{f"{kind}.wrong_slope": (f"the local derivative of {sym} is a slip of the right formula: the diagnosis shows the "
-                               "formula that gives your numbers⟦ beside the right one⟧")
-       for kind, sym in (("tanh", "tanh"), ("exp", "exp"), ("pow", "x ** k"), ("mul", "a * b"), ("add", "a + b"))},
     "derivative.wrong_formula": ("numerical_derivative computes a slip of the central difference: the diagnosis shows "
                                  "the formula that gives your numbers⟦ beside the right one⟧"),
     "relerr.wrong_formula": ("relative_error computes a slip of the relative error: the diagnosis shows the formula "
@@ -382,6 +327,8 @@ MISCONCEPTIONS: dict[str, str] = {
                                        "the left again, which calls the same method again, without end; and - and / "
                                        "change their result when turned round, so `self - other` is not the answer "
                                        "either: build the result from operations with a Value on the left"),
+    GRADERS_CODE: ("the method checked is the grader's own operation (or calls it), not code of yours: the check "
+                   "cannot give points for it; write the method from the lesson"),
     "common.leftover_raise": ("your code is there, but the stub's `raise NotImplementedError()` line below it is still "
                               "there and stops it: delete that line"),
     MALFORMED_OBSERVATION: (
@@ -392,6 +339,9 @@ MISCONCEPTIONS: dict[str, str] = {
 # What the probe side saw go wrong, by the key it reports (it may not import this module: it holds answers); each is
 # phrased from the facts (`fields`) the probe sends with it. `at` is ` in <the learner function that raised>` or ''.
 PROBE_ERRORS: dict[str, str] = {
+    # the target is not the learner's code
+    "graders_code": ("{target} is the grader's own code ({file}), installed or called in place of yours: the check "
+                     "judges your method, so write it yourself"),
     # learner code raised
     "raised": "{exception}{at}",
     "raised_base": "learner code raised {exception}{at}",
@@ -536,14 +486,11 @@ def fallback_sentence(description: str) -> str:
 
 
 # The method a misconception lives in, by its id's prefix (for diagnoses whose numbers come from a whole expression).
-METHOD_OF = {"add": "Value.__add__", "mul": "Value.__mul__", "div": "Value.__truediv__", "tanh": "Value.tanh",
-             "exp": "Value.exp", "pow": "Value.__pow__", "sub": "Value.__neg__ / __sub__ / __rsub__",
-             "backward": "Value.backward", "eq": "Value.__eq__", "repr": "Value.__repr__", "node": "a Value operation",
-             "neuron": "Neuron", "layer": "Layer", "mlp": "MLP", "net": "parameters()", "mse": "mse_loss",
+METHOD_OF = {**ops.METHOD_OF, "backward": "Value.backward", "eq": "Value.__eq__", "repr": "Value.__repr__",
+             "node": "a Value operation", "neuron": "Neuron", "layer": "Layer", "mlp": "MLP", "net": "parameters()", "mse": "mse_loss",
              "train": "train", "derivative": "numerical_derivative", "relerr": "relative_error",
              "manual": "the hand-filled grads", "tanh_bricks": "tanh_from_bricks", "grads_of": "grads_of",
-             "common": "any exercise", "neg": "Value.__neg__", "rsub": "Value.__rsub__",
-             "rtruediv": "Value.__rtruediv__", "radd": "Value.__radd__", "rmul": "Value.__rmul__"}
+             "common": "any exercise"}
 
 
 def method_prefix(misconception: str | None) -> str:
@@ -552,16 +499,21 @@ def method_prefix(misconception: str | None) -> str:
     return f"{method}: " if method else ""
 
 
-def hint(misconception: str | None, name: str = "") -> str:
-    """The sentence for a misconception id, with `{name}` filled in ('' for None)."""
+def hint(misconception: str | None, name: str = "", sentence: str = "") -> str:
+    """The sentence for a misconception id (or the `sentence` given for it), with `{name}` filled in ('' for None);
+    a check's fallback id is looked up in the whole catalogue, `autograder.checks.MISCONCEPTIONS`."""
     if not misconception:
         return ""
-    return at_level(MISCONCEPTIONS[misconception]).replace("{name}", name or "a node")
+    if not sentence and misconception not in MISCONCEPTIONS:
+        from . import MISCONCEPTIONS as every  # the checks' fallbacks join the catalogue once every check is declared
+
+        sentence = every[misconception]
+    return at_level(sentence or MISCONCEPTIONS[misconception]).replace("{name}", name or "a node")
 
 
-def hint_line(misconception: str | None, name: str = "") -> str:
+def hint_line(misconception: str | None, name: str = "", sentence: str = "") -> str:
     """`\\n  hint: ...` for a misconception id, or ''."""
-    text = hint(misconception, name)
+    text = hint(misconception, name, sentence)
     return f"\n  hint: {text}" if text else ""
 
 
@@ -569,8 +521,7 @@ def hint_line(misconception: str | None, name: str = "") -> str:
 # those pass, the hint's claim is contradicted and ACCUMULATES_ALONE (what is known) replaces it.
 ASSIGNS = frozenset({"node.assigns_instead_of_accumulating", "add.assigns_instead_of_accumulating",
                      "mul.assigns_instead_of_accumulating"})
-LOCAL_CHECK = {"Value.__add__": "add_local_backward", "Value.__mul__": "mul_local_backward", "Value.tanh": "tanh_local",
-               "Value.exp": "exp_local", "Value.__pow__": "pow_local"}
+LOCAL_CHECK = ops.LOCAL_CHECK
 NOT_AN_OPERATION = frozenset({"Value.backward", "Value.__eq__", "Value.__hash__"})
 ACCUMULATES_ALONE = "backward.loses_a_use"
 
@@ -624,6 +575,7 @@ FLAG_LOOKED_UP_VISIBLE = ("hard-coded answers? {name} passes its visible inputs 
 FLAG_AND_HIDDEN = " (and its hidden inputs)"
 FLAG_LOOKED_UP_HIDDEN = ("hard-coded answers? {name} passes its hidden inputs but fails one of them moved by a random "
                          "0.05-0.2%")
+FLAG_GRADERS_CODE = "the grader's own code submitted as the learner's: {name}"
 FLAGGED = "⚠ flagged for review: {flag}"
 NOT_GRADED = "Not graded: {reason}"
 

@@ -57,6 +57,8 @@ def _from_error(check: Check, case: Case, obs: Observation) -> Failure:
         error = msg.probe_error(obs)
     except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:  # only a tampered worker sends those
         return Failure(msg.MALFORMED.format(kind=type(exc).__name__), msg.MALFORMED_OBSERVATION, status=ERROR)
+    if obs.get("error") == "graders_code":
+        return Failure(error, msg.GRADERS_CODE, status=FAILED, method=str(obs.get("where") or "") or None)
     if obs.get("leftover_raise"):
         while_text, marker, repro = during.partition(msg.REPRO_MARK)
         return Failure(msg.LEFTOVER_RAISE.format(where=obs.get("where") or "your code") + while_text,
@@ -136,7 +138,8 @@ def with_misconception(check: Check, failure: Failure) -> Failure:
 
     An error recognised from its text names the check's own method when the check has only one."""
     if failure.status == FAILED and not failure.misconception:
-        return dataclasses.replace(failure, misconception=msg.fallback_id(check.name))
+        return dataclasses.replace(failure, misconception=msg.fallback_id(check.name),
+                                   sentence=msg.fallback_sentence(check.description))
     if failure.status != ERROR:
         return failure
     mis = failure.misconception or msg.error_misconception(failure.what)

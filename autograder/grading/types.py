@@ -1,5 +1,6 @@
-"""The grading data types, in one place: what one notebook is (Item, Task), what grading it gave (Graded, Result),
-what the summary shows (Row, its Status and Reasons) and what the resume journal keeps (Record).
+"""The grading data types, in one place: what one notebook is (Item, Task), what was read of it (Submitted), what
+grading it gave (Graded, Result), what the summary shows (Row, its Status and Reasons), what the resume journal keeps
+(Record), and the one error that stops a whole batch (GradingError).
 
 A status or a reason's kind is an enum member, never text to search: the texts are for people.
 """
@@ -17,6 +18,10 @@ if TYPE_CHECKING:
     from nbformat import NotebookNode
 
 GRADER_VERSION = f"{__version__}/grading-4"  # bump when a change to the grader may change a grade
+
+
+class GradingError(Exception):
+    """A problem that stops the whole batch (bad assignment, missing gradebook); the message is one line."""
 
 
 class Status(str, enum.Enum):
@@ -77,7 +82,7 @@ class Task:
 
 
 @dataclass
-class Prepared:
+class Submitted:
     """One notebook as read from its submission, with everything grading needs of the submission's files."""
 
     data: bytes  # the notebook file

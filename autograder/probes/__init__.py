@@ -11,7 +11,10 @@ alone.
 
 A probe runs only the learner functions its check names: while it runs, every other Value operation, backward(), the
 net's model and loss are the grader's own (`scaffold.py`), so each check judges its own exercise; and every graph is
-walked in the order the grader built it (`graphs.py`), so a verdict never depends on hash seeds or addresses.
+walked in the order the grader built it (`graphs.py`), so a verdict never depends on hash seeds or addresses. A
+target that is the grader's own code, installed or wrapped in the learner's place (`provenance.py`), is reported
+instead of judged. The grader's operations come from `op_table.py`, written like `needs.py` from the answer side's declarations
+(autograder/checks/ops.py): a new operation is declared there, never here.
 
 API (called by the grading worker and by the in-kernel `check`):
     missing(check_name, ns) -> list[str]                        targets the namespace lacks
@@ -31,6 +34,7 @@ from typing import Any
 from . import engine, exercises, graphs, net
 from .graphs import EXPRESSION_FILE
 from .needs import COMPANIONS, NEEDS
+from .provenance import borrowed
 from .safe import LearnerError, captured_output, describe, time_limit
 from .scaffold import scaffolded
 
@@ -187,6 +191,10 @@ def observe(check_name: str, ns: Mapping[str, Any], case: dict[str, Any], check_
     `check_timeout` is the caller's `Limits.check_timeout` (the probe side imports no settings: it runs in the sandbox).
     """
     probe = PROBES[case["probe"]]
+    theirs = borrowed(ns, kept(check_name, ns))
+    if theirs:  # the grader's own operation in the learner's place: nothing of the learner's to judge
+        return {"status": "failed", "error": "graders_code", "where": theirs[0], "raised": False,
+                "fields": {"target": theirs[0], "file": theirs[1]}}
     graphs.BUILT.__init__()  # a fresh record of what the grader builds for this case
     try:
         # the scaffolding goes in before the time limit starts and out after it stopped: an alarm never lands in

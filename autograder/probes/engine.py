@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .graphs import BUILT, compile_expression, leaf, make_node, op_text, operand_indices, walk_graph
+from .op_table import NODE_CALLS
 from .safe import LearnerError, LearnerTimeout, describe, read_number, short_repr
 
 Case = dict[str, Any]
@@ -62,23 +63,13 @@ def merged(nodes: list[Any]) -> list[float]:
     return lost[:5]
 
 
-NODE_OPS: dict[str, Callable[..., Any]] = {
-    "+": lambda a, b: a + b,
-    "*": lambda a, b: a * b,
-    "tanh": lambda a: a.tanh(),
-    "exp": lambda a: a.exp(),
-    "**": lambda a, k: a**k,
-}
-
-
 def probe_node(ns: Namespace, case: Case) -> Observation:
     """One operation on fresh leaves, read straight off the result: data, children, op; then, when the case
     presets gradients, one `out._backward()` call alone (where `=` instead of `+=` shows)."""
     value = ns["Value"]
     leaves = [leaf(value, x) for x in case["inputs"]]
     operands = [leaves[i] for i in case["operands"]]  # `a + a` uses one leaf twice
-    args = [*operands, case["k"]] if case["op"] == "**" else operands
-    out = NODE_OPS[case["op"]](*args)
+    out = NODE_CALLS[case["op"]](operands[0], operands[-1], case.get("k"))
     if not hasattr(out, "data"):
         raise LearnerError("node_not_a_value", op=case["op"], kind=type(out).__name__, shown=short_repr(out))
     obs: Observation = {"data": read_number(out.data, "out.data"), "op": op_text(out),

@@ -6,9 +6,11 @@ Written by `python -m autograder.checks` from each check's declared targets: do 
 
 NEEDS: dict[str, tuple[str, ...]] = {
     "tanh_local": ("Value.tanh",),
+    "relu_local": ("Value.relu",),
     "exp_local": ("Value.exp",),
     "pow_local": ("Value.__pow__",),
     "tanh_backward": ("Value.tanh",),
+    "relu_backward": ("Value.relu",),
     "exp_backward": ("Value.exp",),
     "pow_backward": ("Value.__pow__",),
     "neg_sub_backward": ("Value.__neg__", "Value.__sub__"),

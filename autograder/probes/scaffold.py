@@ -6,7 +6,8 @@ net's model and loss where the check does not name them; the learner's own metho
 `other ** -1`, gets the grader's `*` or `**` too. So a correct method earns its points whatever the rest of the
 notebook holds, and the swap is undone when the probe returns.
 
-The grader's nodes are made with the learner's constructor (`graphs.make_node`), their `_backward` adds each local
+The operations are the probe side's op table (`op_table.py`, written from their declarations in checks/ops.py). The
+grader's nodes are made with the learner's constructor (`graphs.make_node`), their `_backward` adds each local
 slope times `out.grad` to the child's grad; the grader's backward() seeds the root and calls every `_backward` once
 in a reverse topological order fixed by how the graph was built (`graphs.backward_order`). No answer of any check is
 here: only the calculus every check's graphs are made of.
@@ -15,12 +16,12 @@ here: only the calculus every check's graphs are made of.
 from __future__ import annotations
 
 import contextlib
-import math
 from collections import ChainMap
 from collections.abc import Callable, Iterator, Mapping, MutableMapping, Sequence
 from typing import Any
 
 from .graphs import backward_order, leaf, make_node
+from .op_table import METHODS
 from .safe import read_number
 
 Slopes = Sequence[float]
@@ -66,32 +67,24 @@ def _operations(value: type) -> dict[str, Callable[..., Any]]:
     def wrap(other: Any) -> Any:
         return other if isinstance(other, value) else leaf(value, other) if _number(other) else None
 
-    def binary(op: str, forward: Callable[[float, float], float], slopes: Callable[[float, float], Slopes],
-               reflected: bool = False) -> Callable[[Any, Any], Any]:
+    def made(form: str, label: str, forward: Callable[..., float], adds: Callable[..., Slopes]) -> Callable[..., Any]:
+        def node(kids: Sequence[Any], x: float, y: float | None, k: Any, op: str = label) -> Any:
+            t = forward(x, y, k)
+            return _node(value, t, kids, op, adds(x, y, t, k, 1.0))  # the slopes: out.grad of 1
+
+        if form == "unary":
+            return lambda self: node((self,), data(self), None, None)
+        if form == "power":
+            return lambda self, k: node((self,), data(self), None, k, label.format(k=k)) if _number(k) else NotImplemented
+
         def method(self: Any, other: Any) -> Any:
             other = wrap(other)
             if other is None:
                 return NotImplemented
-            left, right = (other, self) if reflected else (self, other)
-            a, b = data(left), data(right)
-            return _node(value, forward(a, b), (left, right), op, slopes(a, b))
+            left, right = (other, self) if form == "reflected" else (self, other)
+            return node((left, right), data(left), data(right), None)
 
         return method
-
-    def unary(op: Callable[[float], str], forward: Callable[[float], float],
-              slope: Callable[[float, float], float]) -> Callable[[Any], Any]:
-        def method(self: Any) -> Any:
-            x = data(self)
-            y = forward(x)
-            return _node(value, y, (self,), op(x), (slope(x, y),))
-
-        return method
-
-    def power(self: Any, k: Any) -> Any:
-        if not _number(k):
-            return NotImplemented
-        x = data(self)
-        return _node(value, x**k, (self,), f"**{k}", (k * x ** (k - 1),))
 
     def backward(self: Any) -> None:
         order = backward_order(self)
@@ -99,21 +92,7 @@ def _operations(value: type) -> dict[str, Callable[..., Any]]:
         for node in order:
             node._backward()
 
-    add = (lambda a, b: a + b, lambda a, b: (1.0, 1.0))
-    mul = (lambda a, b: a * b, lambda a, b: (b, a))
-    sub = (lambda a, b: a - b, lambda a, b: (1.0, -1.0))
-    div = (lambda a, b: a / b, lambda a, b: (1 / b, -a / (b * b)))
-    return {
-        "__add__": binary("+", *add), "__radd__": binary("+", *add, reflected=True),
-        "__mul__": binary("*", *mul), "__rmul__": binary("*", *mul, reflected=True),
-        "__sub__": binary("-", *sub), "__rsub__": binary("-", *sub, reflected=True),
-        "__truediv__": binary("/", *div), "__rtruediv__": binary("/", *div, reflected=True),
-        "__neg__": unary(lambda x: "neg", lambda x: -x, lambda x, y: -1.0),
-        "__pow__": power,
-        "tanh": unary(lambda x: "tanh", math.tanh, lambda x, t: 1 - t * t),
-        "exp": unary(lambda x: "exp", math.exp, lambda x, e: e),
-        "backward": backward,
-    }
+    return {**{name: made(*row) for name, row in METHODS.items()}, "backward": backward}
 
 
 # ---------------------------------------------------------------- the net: a model and its loss

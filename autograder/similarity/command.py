@@ -19,9 +19,8 @@ from .fingerprint import Fingerprint, all_hashes, fingerprint, only
 from .handout import Exercise, Handout, SimilarityError
 from .page import Evidence, Side, render
 from .public import PublicSource, load_source
-from .read import Bounds, Work, printable, read_class
+from .read import Answers, Bounds, printable, read_class
 
-REPORT_DIR = "reports"
 PRINTED = 20  # ranked lines printed at the end
 
 
@@ -31,7 +30,7 @@ class Report:
 
     assignment: str
     handout: Handout
-    works: list[Work]
+    works: list[Answers]
     prints: list[dict[Exercise, Fingerprint]]
     public: dict[str, PublicSource]
     public_prints: dict[str, Fingerprint]
@@ -127,7 +126,7 @@ def page(report: Report) -> str:
 
 def csv_text(report: Report) -> str:
     """Every flagged match (and the ten next below, for context): z, score, student, with, exercises."""
-    from ..grading.store import csv_text as safe
+    from ..grading.outputs.text import csv_text as safe
 
     buf = io.StringIO()
     w = csv.writer(buf)
@@ -161,7 +160,7 @@ def lines(report: Report) -> list[str]:
 
 def write(root: Path, report: Report) -> list[Path]:
     """reports/<assignment>-similarity.html and .csv, each whole or not at all; their paths."""
-    from ..grading.store import atomic_write
+    from ..grading.store.files import REPORT_DIR, atomic_write
 
     html_text, csv_body = page(report), csv_text(report)  # both made before either is written
     folder = root / REPORT_DIR
@@ -173,7 +172,7 @@ def write(root: Path, report: Report) -> list[Path]:
 
 def run(assignment: str, config, course: str | None) -> tuple[Report, list[Path]]:
     """The command: the course (as `grade` finds it), the handout, the class; the page and CSV written."""
-    from ..grading.batch import Course
+    from ..grading.discover.course import Course
     from .handout import load_handout
 
     if not assignment or "/" in assignment or assignment in (".", "..") or printable(assignment) != assignment:

@@ -1,8 +1,9 @@
 """The similarity page: the ranking, the groups, and each standing-out pair's matched regions side by side.
 
-Inert by construction: one self-contained HTML file, a Content-Security-Policy that allows no script, no request and
-no stylesheet but its own inline one, and every string from a submission (student ids, code) escaped with
-`html.escape` after its invalid characters are replaced. It says on its face that it shows evidence, not a verdict.
+Inert by construction: one self-contained HTML file whose head starts with the grader's Content-Security-Policy
+(`page_policy.inert_page`, as every page the grader writes: no script, no request, inline style only), and every
+string from a submission (student ids, code) escaped with `html.escape` after its invalid characters are replaced.
+It says on its face that it shows evidence, not a verdict.
 """
 
 from __future__ import annotations
@@ -14,9 +15,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..grading.store import valid_text
+from ..grading.feedback.page_policy import inert_page
+from ..grading.outputs.text import valid_text
 
-CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
 _TAG = re.compile("</?mark>")
 CONTEXT = 2  # lines shown around a match in a long text
 LONG = 60  # a text with more lines than this shows only the lines around its matches
@@ -89,7 +90,6 @@ def render(assignment: str, summary: Sequence[tuple[str, str]], notes: Sequence[
            groups: Sequence[Sequence[str]], evidence: Sequence[tuple[dict, Sequence[Evidence]]]) -> str:
     """The whole page. `summary`: (label, value) lines; `table`: rows with a, b, z, threshold, score, exercises, flag."""
     parts = ["<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>",
-             f"<meta http-equiv=\"Content-Security-Policy\" content=\"{CSP}\">",
              f"<title>Similarity: {esc(assignment)}</title><style>{STYLE}</style></head><body>",
              f"<h1>Similarity of solution cells: {esc(assignment)}</h1>",
              "<p class='verdict'><strong>Evidence, not a verdict.</strong> A high score says that two submissions share "
@@ -127,4 +127,4 @@ def render(assignment: str, summary: Sequence[tuple[str, str]], notes: Sequence[
             parts.append("</div>")
         parts.append("</section>")
     parts.append("</body></html>\n")
-    return "\n".join(parts)
+    return inert_page("\n".join(parts))

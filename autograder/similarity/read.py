@@ -12,13 +12,13 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..grading.store import valid_text
-from ..grading.submission import Submission, Unreadable
+from ..grading.discover.submission import Submission, Unreadable
+from ..grading.outputs.text import valid_text
 from .handout import Exercise, Handout, SimilarityError, cell_text, nbgrader_meta
 
 
 @dataclass
-class Work:
+class Answers:
     """One student's answers: exercise -> the cell's code as submitted."""
 
     student: str
@@ -66,7 +66,7 @@ def read_notebook(data: bytes, wanted: dict[str, Exercise], bounds: Bounds) -> t
     return found, note
 
 
-def read_class(folders: dict[str, Path], handout: Handout, bounds: Bounds) -> tuple[list[Work], list[str]]:
+def read_class(folders: dict[str, Path], handout: Handout, bounds: Bounds) -> tuple[list[Answers], list[str]]:
     """Every student's answers (student -> their submission folder), and one note per problem met."""
     notes: list[str] = []
     names = [s for s in folders if valid_text(s) == s and "\n" not in s]
@@ -82,7 +82,7 @@ def read_class(folders: dict[str, Path], handout: Handout, bounds: Bounds) -> tu
         by_notebook.setdefault(e.notebook, {})[e.grade_id] = e
     works = []
     for student in names:
-        work = Work(student)
+        work = Answers(student)
         submission = Submission.scan(folders[student])
         for notebook, wanted in by_notebook.items():
             rel = f"{notebook}.ipynb"

@@ -3,54 +3,32 @@
 from __future__ import annotations
 
 import functools
-import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from ..probes.graphs import compile_expression  # the same text runs on the learner's Values
+from ..probes.op_table import METHODS
 from .numeric import partial_derivative
 
 
 class Num(float):
-    """The grader's plain float, with the Value methods an expression may call (tanh, exp)."""
+    """The grader's plain float, with every Value operation an expression may use (+, *, tanh, exp, ...): each is the
+    operation's forward on floats, from its declaration (checks/ops.py, by way of the probe side's op table)."""
 
-    def _wrap(self, x: float) -> Num:
-        return Num(x)
 
-    def __add__(self, o: float) -> Num:
-        return Num(float(self) + float(o))
+def _num_method(form: str, forward: Callable[..., float]) -> Callable[..., Num]:
+    if form == "unary":
+        return lambda self: Num(forward(float(self), None, None))
+    if form == "power":
+        return lambda self, k: Num(forward(float(self), None, float(k)))
+    if form == "reflected":
+        return lambda self, o: Num(forward(float(o), float(self), None))
+    return lambda self, o: Num(forward(float(self), float(o), None))
 
-    __radd__ = __add__
 
-    def __mul__(self, o: float) -> Num:
-        return Num(float(self) * float(o))
-
-    __rmul__ = __mul__
-
-    def __sub__(self, o: float) -> Num:
-        return Num(float(self) - float(o))
-
-    def __rsub__(self, o: float) -> Num:
-        return Num(float(o) - float(self))
-
-    def __truediv__(self, o: float) -> Num:
-        return Num(float(self) / float(o))
-
-    def __rtruediv__(self, o: float) -> Num:
-        return Num(float(o) / float(self))
-
-    def __pow__(self, k: float) -> Num:
-        return Num(float(self) ** float(k))
-
-    def __neg__(self) -> Num:
-        return Num(-float(self))
-
-    def tanh(self) -> Num:
-        return Num(math.tanh(float(self)))
-
-    def exp(self) -> Num:
-        return Num(math.exp(float(self)))
+for _name, (_form, _, _forward, _) in METHODS.items():
+    setattr(Num, _name, _num_method(_form, _forward))
 
 
 def _on_floats(fn: Callable[..., object]) -> Callable[..., float]:

@@ -324,10 +324,10 @@ def figure(key: str) -> str:
 
 def misconception(key: str) -> str:
     """A misconception id of the catalogue, or Missing."""
-    from autograder.checks.messages import MISCONCEPTIONS
+    from autograder.checks import MISCONCEPTIONS
 
     if key not in MISCONCEPTIONS:
-        raise Missing(f"no misconception {key} in autograder/checks/messages.py")
+        raise Missing(f"no misconception {key} in autograder/checks/messages.py or ops.py")
     return key
 
 

@@ -1,0 +1,1 @@
+"""The steps after grading: late penalties, the submission's other files."""
