@@ -297,6 +297,39 @@ SIMILARITY_MODULES = {"copydetect", "pygments", "numpy", "jinja2", "markupsafe"}
 COURSE_MODULES = {"nbgrader", "nbformat", "nbclient", "jupyterlab", "ipykernel", "sqlalchemy", "alembic"}
 
 
+def warm_for(argv: Sequence[str]) -> None:
+    """For `grade`, read by the one parser main() uses: start what grading will need (the workers' fork server, the
+    helpers that read and render notebooks, or the cluster connection) while the rest of the grader imports."""
+    if argv[:1] != ["grade"] or any(a in ("-h", "--help") for a in argv):  # (help prints once, from main())
+        return
+    try:
+        args = build_parser().parse_args(argv)
+    except UsageError:
+        return  # main() says why, in one line
+    if args.cluster is not None and args.unsafe_no_sandbox:
+        return  # refused by grade_command
+    from .grading.grade.nbgrader_light import lean_start
+
+    lean_start()
+    if args.cluster is not None:
+        # the Dask workers run the sandboxes (the driver runs no learner code): ask them to start theirs now
+        from .grading.grade.cluster import start_early
+
+        start_early(args.cluster, args.jobs)
+        return
+    from .grading.grade.bounded import HELPERS  # the helpers that read and render notebooks: their imports, meanwhile
+
+    HELPERS.warm()
+    if args.unsafe_no_sandbox:
+        from .grading.grade.sandbox.client import forkserver_context
+
+        forkserver_context(start=True)
+    else:
+        from .grading.grade.sandbox.client import MODE
+
+        MODE.pool.warm()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit code (0 passed, 1 failed, 2 usage or unreadable input)."""
     try:

@@ -1,6 +1,6 @@
 """Plain `nbgrader autograde` vs `python -m autograder grade` on the same corpus: times, ratio, identical scores.
 
-Run by hand: .venv/bin/python benchmarks/bench_grade.py [--jobs N] [--workbook STUDENTS [--repeat R] [--ours-only RUNS]]
+Run by hand: .venv/bin/python benchmarks/bench_grade.py [--jobs N] [--workbook STUDENTS [--repeat R] [--ours-only RUNS [--against REV]]]
                 [--results]
 Without --workbook: 20 submissions of the test fixture assignment (tests/fixtures/source/ps1).
 With --workbook S: S students each handing in the real six-notebook workbook (solutions, untouched
@@ -53,14 +53,19 @@ def main() -> int:
     parser.add_argument("--ours-only", type=int, default=0, metavar="RUNS",
                         help="with --workbook: only our sandboxed grader, this many runs of it (a quick loop while "
                              "tuning; no nbgrader, so no ratio and no score comparison)")
+    parser.add_argument("--against", metavar="REV",
+                        help="with --ours-only: each run grades a second copy with the code of git revision REV "
+                             "(e.g. the commit before a redesign), side by side, and prints the ratio")
     add_option(parser, "bench_grade")
     args = parser.parse_args()
+    if args.against and not args.ours_only:
+        parser.error("--against goes with --workbook STUDENTS --ours-only RUNS")
     if args.floor_of:
         print(json.dumps(floor_of(Path(args.floor_of))))
         return 0
     with recording("bench_grade", args.results) as rec:
         if args.workbook and args.ours_only:
-            rec.ok = ours_only(args.workbook, args.jobs, args.ours_only, rec) == 0
+            rec.ok = ours_only(args.workbook, args.jobs, args.ours_only, rec, args.against) == 0
         elif args.workbook:
             rec.ok = bench_workbook(args.workbook, args.jobs, args.repeat, rec) == 0
         else:
@@ -279,39 +284,78 @@ def floor_of(course: Path) -> dict[str, float]:
     return {"cpu_s": time.process_time() - t0, "notebooks": len(work)}
 
 
-def ours_only(students: int, jobs: int, runs: int, rec: Results) -> int:
-    """Our sandboxed grader alone, `runs` times on fresh copies of one course: each run's wall time and points."""
-    config = str(support.ROOT / "grading_config.py")
+def code_at(rev: str, into: Path) -> Path:
+    """The package, grading config and all of git revision `rev`, unpacked into `into` (no worktree left behind)."""
+    into.mkdir()
+    archive = subprocess.run(["git", "-C", str(support.ROOT), "archive", rev], capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+    return into
+
+
+def grade_copy(plain: Path, course: Path, code: Path | None, jobs: int) -> tuple[float, dict[str, float], str]:
+    """Grade a fresh copy of `plain` at `course` with this checkout's code, or the code unpacked at `code`: the wall
+    seconds, the points by student and notebook, and stderr's tail when it failed."""
+    shutil.copytree(plain, course)
+    root = code or support.ROOT
+    env = support.env() | {"AUTOGRADER_COURSE_DIR": str(course)}
+    if code is not None:  # its package first on the path, ahead of this checkout's editable install
+        env["PYTHONPATH"] = str(code) + os.pathsep + env.get("PYTHONPATH", "")
+    t0 = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "autograder", "grade", "workbook", "--course", str(course),
+                           "--config", str(root / "grading_config.py"), "--no-progress", "--csv",
+                           str(course / "summary.csv"), *(["--jobs", str(jobs)] if jobs else [])],
+                          cwd=course, env=env, text=True, capture_output=True)
+    wall = time.perf_counter() - t0
+    if done.returncode:
+        return wall, {}, f"exit {done.returncode}:\n{done.stderr[-2000:]}"
+    with open(course / "summary.csv", newline="") as f:
+        points = {f"{line['student_id']}/{line['notebook']}": float(line["score"]) for line in csv.DictReader(f)}
+    return wall, points, ""
+
+
+def ours_only(students: int, jobs: int, runs: int, rec: Results, against: str | None = None) -> int:
+    """Our sandboxed grader alone, `runs` times on fresh copies of one course: each run's wall time and points; with
+    `against`, each run also grades a copy with that revision's code, the two alternating."""
     with tempfile.TemporaryDirectory(prefix="bench-workbook-") as tmp:
         try:
             plain, _ = workbook_course(Path(tmp), students)
         except RuntimeError as exc:
             print(exc)
             return 1
-        times = []
+        other = code_at(against, Path(tmp) / "against") if against else None
+        times: list[float] = []
+        theirs: list[float] = []
+        scored: dict[str, dict[str, float]] = {}
         for n in range(runs):
-            course = Path(tmp) / f"ours{n}"
-            shutil.copytree(plain, course)
-            env = support.env() | {"AUTOGRADER_COURSE_DIR": str(course)}
-            cpu0, t0 = machine_cpu(), time.perf_counter()
-            done = subprocess.run([sys.executable, "-m", "autograder", "grade", "workbook", "--course", str(course),
-                                   "--config", config, "--no-progress", "--csv", str(course / "summary.csv"),
-                                   *(["--jobs", str(jobs)] if jobs else [])], cwd=course, env=env, text=True,
-                                  capture_output=True)
-            times.append(time.perf_counter() - t0)
-            busy, idle = (b - a for a, b in zip(cpu0, machine_cpu()))
-            if done.returncode:
-                print(f"ours failed (exit {done.returncode}):\n{done.stderr[-2000:]}")
-                return 1
-            with open(course / "summary.csv", newline="") as f:
-                points = sum(float(line["score"]) for line in csv.DictReader(f))
-            print(f"run {n + 1}: ours, in the OS sandbox: {times[-1]:6.2f} s, {points:g} points; the machine's cores "
-                  f"busy {busy:.1f} s, idle {idle:.1f} s")
-        print(f"best {min(times):.2f} s, median {results.median(times):.2f} s of {runs} runs "
+            sides = [("ours", None, times)] + ([(against, other, theirs)] if other else [])
+            for name, code, into in sides if n % 2 == 0 else sides[::-1]:  # alternating: neither always goes first
+                cpu0 = machine_cpu()
+                wall, points, failed = grade_copy(plain, Path(tmp) / f"{'ours' if code is None else 'theirs'}{n}", code, jobs)
+                busy, idle = (b - a for a, b in zip(cpu0, machine_cpu()))
+                if failed:
+                    print(f"{name} failed ({failed})")
+                    return 1
+                into.append(wall)
+                scored[name] = points
+                print(f"run {n + 1}: {name}, in the OS sandbox: {wall:6.2f} s, {sum(points.values()):g} points; the "
+                      f"machine's cores busy {busy:.1f} s, idle {idle:.1f} s")
+        print(f"ours: best {min(times):.2f} s, median {results.median(times):.2f} s of {runs} runs "
               f"({students} students x 6 notebooks); load average now {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
         rec.figure("ours_only_best_s", min(times), "s", f"ours in the sandbox, best of {runs} runs (wall)", 2)
         rec.figure("ours_only_median_s", results.median(times), "s", f"ours in the sandbox, median of {runs} runs (wall)", 2)
-        rec.note(f"--ours-only: {students} students, jobs={jobs or 'default'}; no nbgrader, so no ratio")
+        rec.note(f"--ours-only: {students} students, jobs={jobs or 'default'}; no nbgrader, so no ratio to it")
+        if other:
+            ratio = results.median(times) / results.median(theirs)
+            moved = sorted(k for k in scored["ours"].keys() | scored[against].keys()
+                           if scored["ours"].get(k) != scored[against].get(k))
+            print(f"notebooks scored differently by ours and {against}: {len(moved)} of {len(scored['ours'])}"
+                  + (f" ({', '.join(moved[:6])}{' ...' if len(moved) > 6 else ''})" if moved else ""))
+            rec.figure("notebooks_scored_differently", len(moved), "", f"notebooks whose points differ from {against}'s")
+            print(f"{against}: best {min(theirs):.2f} s, median {results.median(theirs):.2f} s; ours / {against} "
+                  f"(medians) {ratio:.2f}x")
+            rec.figure("against_median_s", results.median(theirs), "s", f"the code of {against}, median of {runs} runs (wall)", 2)
+            rec.figure("ours_vs_against", ratio, "x", f"ours / the code of {against}, median wall times", 2)
+            rec.note(f"--against {against}: the same course graded by that revision's code, runs alternating")
         return 0
 
 

@@ -11,6 +11,7 @@ import pytest
 from conftest import ENGINES, ROOT
 from mistakes import BY_NAME
 
+import autograder
 from autograder.loader import check_calls
 
 
@@ -285,3 +286,15 @@ def test_a_refused_grade_in_a_real_course_leaves_no_lock(tmp_path):
                        env=support.env(), timeout=300)
     assert p.returncode == 2 and "no submissions" in one_clean_line(p.stderr)
     assert set(course.iterdir()) == before  # no .autograder.lock, no secret, no journal
+
+
+def test_the_command_line_of_python_m_autograder_is_read_by_clis_one_parser_alone():
+    # other entry points (a helper process's own argument, `python -m autograder.checks`, the .pth installer) read
+    # their own argv; `python -m autograder`'s options (--cluster, --jobs, --unsafe-no-sandbox...) only cli.py reads
+    own_entry_points = {"cli.py", "__main__.py", "grading/grade/bounded.py", "checks/registry.py", "lean_imports.py"}
+    package = Path(autograder.__file__).parent
+    readers = {str(p.relative_to(package)) for p in package.rglob("*.py") if "sys.argv" in p.read_text()}
+    assert readers <= own_entry_points, readers - own_entry_points
+    main_module = (package / "__main__.py").read_text()
+    assert main_module.count("sys.argv") == 1 and "warm_for(sys.argv[1:])" in main_module
+    assert "--" not in main_module.split('if __name__ == "__main__"')[1]  # no option named outside the parser

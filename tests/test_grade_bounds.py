@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import socket
-import struct
 import threading
 import time
 from typing import Any
@@ -17,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from autograder.grading.grade import channel, runner
-from autograder.grading.grade.channel import Violation
+from autograder.grading.grade.channel import HEADER, Violation
 from autograder.grading.grade.sandbox import client
 from autograder.grading.grade.sandbox.frames import Channel
 from autograder.grading.grade.worker.outputs import Outputs, _Stream
@@ -58,7 +57,7 @@ def forged(monkeypatch: pytest.MonkeyPatch) -> ForgedWorker:
 
 def frame(message: dict[str, Any]) -> bytes:
     data = channel.encode(message)
-    return struct.pack("!i", len(data)) + data
+    return HEADER.pack(len(data)) + data
 
 
 def session(cells: int, **limits: Any) -> runner.Session:
@@ -68,9 +67,9 @@ def session(cells: int, **limits: Any) -> runner.Session:
 @pytest.mark.parametrize("stream, verdict", [
     (b"", "no answer within"),  # silence: the cell's deadline, not a hang
     (b"\x00\x00", "Violation: stopped in the middle of a message"),  # half a header, then silence
-    (struct.pack("!i", 1000) + b'{"op": "cell"', "Violation: stopped in the middle of a message"),
-    (struct.pack("!i", 2**31 - 1), "Violation: announced a message of 2147483647 bytes"),
-    (struct.pack("!i", -5), "Violation: announced a message of -5 bytes"),
+    (HEADER.pack(1000) + b'{"op": "cell"', "Violation: stopped in the middle of a message"),
+    (HEADER.pack(2**31 - 1), "Violation: announced a message of 2147483647 bytes"),
+    (HEADER.pack(-5), "Violation: announced a message of -5 bytes"),
 ])
 def test_every_read_ends_at_its_deadline_in_a_verdict(forged: ForgedWorker, stream: bytes, verdict: str) -> None:
     forged.write(stream)

@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import re
 import stat
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -227,3 +229,11 @@ def test_hidden_cases_come_from_the_course_secret_and_visible_ones_from_the_pack
     assert check.make_cases(False, b"a" * 32) == check.make_cases(False)
 
 
+
+
+def test_the_frame_header_is_written_once_in_the_grader_and_the_tests_pack_with_it():
+    # the learner-side attack code in tests/adversarial/ frames by hand on purpose (a learner has no HEADER)
+    root = Path(__file__).resolve().parent.parent
+    code = [p for p in (root / "autograder").rglob("*.py")] + [p for p in (root / "tests").glob("*.py")]
+    packing = [str(p.relative_to(root)) for p in code if re.search(r"""struct\.(pack|unpack|Struct)\(\s*["']!i""", p.read_text())]
+    assert packing == ["autograder/grading/grade/channel.py"], packing

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import socket
-import struct
 import threading
 import time
 
@@ -16,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from autograder.grading.grade import channel
-from autograder.grading.grade.channel import Reader, Violation
+from autograder.grading.grade.channel import HEADER, Reader, Violation
 from autograder.grading.grade.sandbox.frames import Channel, Garbled, Silent
 
 CAP = 10_000
@@ -25,7 +24,7 @@ DEADLINE = 0.1  # seconds each read may wait (the cell, check or notebook timeou
 
 
 def frame(data: bytes) -> bytes:
-    return struct.pack("!i", len(data)) + data
+    return HEADER.pack(len(data)) + data
 
 
 def honest(op: str, seq: int) -> bytes:
@@ -50,8 +49,8 @@ WHOLE = (VALID_MESSAGES | ODD_MESSAGES | NESTED | st.binary(max_size=300)).map(f
 PARTS = st.one_of(
     WHOLE,
     st.binary(max_size=300).map(lambda b: frame(b)[: max(1, len(b) // 2)]),  # cut off inside a frame
-    st.integers(LIMIT + 1, 2**31 - 1).map(lambda n: struct.pack("!i", n)),  # a huge length, nothing after
-    st.integers(-(2**31), -1).map(lambda n: struct.pack("!i", n) + b"x" * 8),  # a negative length
+    st.integers(LIMIT + 1, 2**31 - 1).map(lambda n: HEADER.pack(n)),  # a huge length, nothing after
+    st.integers(-(2**31), -1).map(lambda n: HEADER.pack(n) + b"x" * 8),  # a negative length
     st.binary(min_size=1, max_size=3),  # part of a header
 )
 
@@ -148,7 +147,7 @@ def test_the_grader_refuses_exactly_the_text_no_gradebook_can_store_however_the_
 
 def test_a_writer_that_stalls_mid_frame_is_a_violation_at_the_deadline_not_a_hang() -> None:
     ours, theirs = socket.socketpair()
-    theirs.sendall(struct.pack("!i", 100) + b"x" * 10)
+    theirs.sendall(HEADER.pack(100) + b"x" * 10)
     chan = Channel(ours.detach())
     t0 = time.monotonic()
     with pytest.raises(Garbled, match="middle of a message"):
@@ -161,7 +160,7 @@ def test_a_writer_that_stalls_mid_frame_is_a_violation_at_the_deadline_not_a_han
 
 def test_a_huge_length_prefix_is_refused_before_anything_is_read_or_held() -> None:
     ours, theirs = socket.socketpair()
-    theirs.sendall(struct.pack("!i", 2**31 - 1))
+    theirs.sendall(HEADER.pack(2**31 - 1))
     chan = Channel(ours.detach())
     with pytest.raises(Garbled, match="announced a message of 2147483647 bytes"):
         chan.recv(time.monotonic() + 5, LIMIT)

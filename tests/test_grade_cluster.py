@@ -33,6 +33,7 @@ import postgres_server
 import pytest
 from support import NAMES, ROOT, VENV_BIN, Graded
 
+from autograder.cli import warm_for
 from autograder.grading import batch
 from autograder.grading.grade.cluster import SandboxCheck
 from autograder.grading.grade.sandbox import bwrap, client
@@ -492,14 +493,22 @@ def test_the_shared_data_outlives_every_worker_that_held_it_and_only_a_grading_w
                 time.sleep(0.1)
 
 
-def test_the_command_line_connects_to_the_cluster_it_names_once_and_grading_takes_that_connection():
+@pytest.fixture
+def as_the_command_starts(monkeypatch):
+    """cli.warm_for as `python -m autograder grade` runs it, but leaving this process's nbgrader import as it is."""
+    from autograder.grading.grade import nbgrader_light
+
+    monkeypatch.setattr(nbgrader_light, "lean_start", lambda: None)
+
+
+def test_the_command_line_connects_to_the_cluster_it_names_once_and_grading_takes_that_connection(as_the_command_starts):
     pytest.importorskip("distributed")
     import dask
 
     from autograder.grading.grade import cluster
 
     with dask.config.set({"distributed.comm.timeouts.connect": "0.5s"}):
-        cluster.start_early(["workbook", "--jobs", "3", "--cluster=tcp://127.0.0.1:1", "--no-progress"])
+        warm_for(["grade", "workbook", "--jobs", "3", "--cluster=tcp://127.0.0.1:1", "--no-progress"])
         early = cluster._early
         assert early is not None and (early.target, early.jobs) == ("tcp://127.0.0.1:1", 3)
         with cluster.connection("tcp://127.0.0.1:1", 3) as taken:
@@ -508,23 +517,25 @@ def test_the_command_line_connects_to_the_cluster_it_names_once_and_grading_take
                 taken.get()  # its error reaches the driver's thread, as one line
 
 
-def test_a_connection_started_for_another_target_is_closed_and_a_new_one_made():
+def test_a_connection_started_for_another_target_is_closed_and_a_new_one_made(as_the_command_starts):
     pytest.importorskip("distributed")
     from autograder.grading.grade import cluster
 
-    cluster.start_early(["workbook", "--cluster", "tcp://127.0.0.1:1"])
+    warm_for(["grade", "workbook", "--cluster", "tcp://127.0.0.1:1"])
     early = cluster._early
     with cluster.connection("tcp://127.0.0.1:2", 0) as other:
         assert other is not early and early is not None and early.closed
     assert other.closed
 
 
-def test_the_command_line_starts_no_connection_for_unsafe_or_blank_cluster_options():
+def test_the_command_line_starts_no_connection_for_unsafe_blank_or_refused_cluster_options(as_the_command_starts):
     from autograder.grading.grade import cluster
 
-    for argv in (["workbook", "--cluster", "tcp://127.0.0.1:1", "--unsafe-no-sandbox"], ["workbook", "--cluster", " "],
-                 ["workbook", "--cluster"]):
-        cluster.start_early(argv)
+    for argv in (["grade", "workbook", "--cluster", "tcp://127.0.0.1:1", "--unsafe-no-sandbox"],
+                 ["grade", "workbook", "--cluster", " "], ["grade", "workbook", "--cluster"],
+                 ["grade", "workbook", "--cluster", "tcp://127.0.0.1:1", "--jobs", "-1"],
+                 ["grade", "workbook", "--cluster", "tcp://127.0.0.1:1", "--help"]):
+        warm_for(argv)
         assert cluster._early is None
 
 

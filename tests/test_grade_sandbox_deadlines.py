@@ -12,7 +12,6 @@ import json
 import os
 import resource
 import socket
-import struct
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -20,6 +19,7 @@ from typing import Any
 import pytest
 from test_grade_sandbox import LIMITS, _unavailable, outputs
 
+from autograder.grading.grade.channel import HEADER
 from autograder.grading.grade.sandbox import bwrap, client, frames, linux
 
 HIGH = 1500  # past FD_SETSIZE: every descriptor a test opens has this number or a higher one
@@ -58,7 +58,7 @@ def high_pair() -> Iterator[tuple[frames.Channel, socket.socket]]:
 
 
 def frame(data: bytes) -> bytes:
-    return struct.pack("!i", len(data)) + data
+    return HEADER.pack(len(data)) + data
 
 
 def test_wait_fd_works_on_a_descriptor_past_fd_setsize_and_keeps_its_timeout() -> None:
@@ -95,7 +95,7 @@ def test_a_silent_worker_on_a_channel_past_fd_setsize_ends_in_silent_at_the_dead
 
 def test_a_frame_cut_off_on_a_channel_past_fd_setsize_is_garbled_at_the_deadline(high_pair: Any) -> None:
     channel, worker = high_pair
-    worker.sendall(struct.pack("!i", 4096) + b'{"op": "cell"')
+    worker.sendall(HEADER.pack(4096) + b'{"op": "cell"')
     with pytest.raises(frames.Garbled, match="stopped in the middle of a message"):
         channel.recv(time.monotonic() + 0.2, 10_000)
 

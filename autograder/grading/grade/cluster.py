@@ -441,23 +441,12 @@ class Connection:
 _early: Connection | None = None
 
 
-def start_early(argv: list[str]) -> None:
-    """From the command line's start (autograder/__main__.py): connect to the `--cluster` of `grade` at once."""
+def start_early(target: str, jobs: int) -> None:
+    """From the command line's start (cli.warm_for): connect to the `--cluster` of `grade` at once (a blank target is
+    refused later, by grade_command)."""
     global _early
-    target, jobs = _option(argv, "--cluster"), _option(argv, "--jobs")
-    if target and target.strip() and "--unsafe-no-sandbox" not in argv:
-        _early = Connection(target, int(jobs) if jobs and jobs.isdigit() else 0)
-
-
-def _option(argv: list[str], name: str) -> str | None:
-    """The value of `name` (as `name value` or `name=value`) in argv, the last one as argparse takes it."""
-    value = None
-    for i, arg in enumerate(argv):
-        if arg == name and i + 1 < len(argv):
-            value = argv[i + 1]
-        elif arg.startswith(f"{name}="):
-            value = arg.split("=", 1)[1]
-    return value
+    if target.strip() and jobs >= 0:
+        _early = Connection(target, jobs)
 
 
 def connection(target: str, jobs: int) -> Connection:
