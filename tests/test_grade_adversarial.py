@@ -29,7 +29,7 @@ pytestmark = pytest.mark.slow  # every test here grades a course built by nbgrad
 ROOT = Path(__file__).resolve().parent.parent
 BIN = str(Path(sys.executable).parent)
 NOTEBOOKS = sorted(p.stem for p in corpus.SOURCE.glob("*.ipynb"))
-FULL_MARKS = {"01_derivatives": 2, "02_values": 5, "03_backward": 8, "04_bricks": 11, "05_pytorch": 2, "06_neural_net": 6}
+FULL_MARKS = {"01_derivatives": 2, "02_values": 5, "03_backward": 8, "04_bricks": 12, "05_pytorch": 2, "06_neural_net": 6}
 CONFIG = """c = get_config()
 load_subconfig({config!r})
 c.CourseDirectory.root = {root!r}

@@ -174,7 +174,7 @@ CASES: dict[str, Case] = {
                             "broke the grading protocol", "no gradebook can store"),
     "prints_odd_text": Case(lambda: append(solved(), "ex_02_value_class", PRINTS_ODD_TEXT), FULL),  # replaced by U+FFFD
     "signal_frame": Case(lambda: append(solved(), "ex_02_value_class", SIGNAL_FRAME), ZERO, "tampered with the grader",
-                         "the worker's Writer.missing"),
+                         "the worker's Sender.missing"),
     "frozen_kit": Case(lambda: append(solved(), "ex_02_value_class", FROZEN_KIT), ZERO, "tampered with the grader",
                             "the worker's ProbeKit.observe"),
 }
