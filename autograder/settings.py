@@ -92,7 +92,7 @@ REQUEST_TIMEOUT = 10.0  # seconds a worker may take to read one request of the g
 # ---------------------------------------------------------------- fixed bounds: the sandbox (grading/grade/sandbox/)
 SANDBOX_START_TIMEOUT = 60.0  # seconds the fork server may take to import numpy, matplotlib and IPython (~1 s alone)
 SPAWN_TIMEOUT = 10.0  # seconds the fork server may take to start one worker (~10 ms)
-SETUP_TIMEOUT = 10.0  # seconds a notebook's builder may take to hand over its learner's process (~2 ms)
+SETUP_TIMEOUT = 10.0  # seconds a notebook's PID 1 may take to be set up (one clone, or a builder's hand-over; ~2 ms)
 PING_TIMEOUT = 10.0  # seconds a fork server that missed a deadline may take to show it still answers
 KILL_TIMEOUT = 3.0  # seconds a killed worker may take to be reported gone before the server is pinged
 EXIT_STATUS_TIMEOUT = 2.0  # seconds a worker that closed its channel may take to report how it ended

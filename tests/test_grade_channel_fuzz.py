@@ -120,6 +120,31 @@ def test_text_no_gradebook_can_store_is_a_violation_and_the_honest_writer_never_
     theirs.close()
 
 
+ANY_TEXT = st.text(st.characters(min_codepoint=0, max_codepoint=0x10FFFF, blacklist_categories=()), max_size=6)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(ANY_TEXT, max_size=3), ANY_TEXT, st.booleans())
+def test_the_grader_refuses_exactly_the_text_no_gradebook_can_store_however_the_worker_escapes_it(
+        texts: list[str], key: str, ascii_only: bool) -> None:
+    # the Reader looks for NUL and lone surrogates only in a message with a \u escape: the same verdict as looking
+    # through every string of every message, whatever the text and however it is written
+    data = json.dumps({"op": "missing", "targets": texts, key: 0, "seq": 1},
+                      ensure_ascii=ascii_only).encode("utf-8", "surrogatepass")
+    try:
+        raw = json.loads(data.decode("utf-8"))
+    except ValueError:
+        expected = None  # not a message at all (a surrogate written raw is not UTF-8)
+    else:
+        expected = bool(channel.unstorable(raw))
+    try:
+        Reader(CAP).read(data)
+        refused = False
+    except Violation as exc:
+        refused = "no gradebook can store" in str(exc)
+    assert refused == bool(expected)
+
+
 def test_a_writer_that_stalls_mid_frame_is_a_violation_at_the_deadline_not_a_hang() -> None:
     ours, theirs = socket.socketpair()
     theirs.sendall(HEADER.pack(100) + b"x" * 10)

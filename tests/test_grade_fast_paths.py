@@ -198,3 +198,53 @@ def test_plots_are_left_out_while_grading_with_a_line_saying_so(monkeypatch: pyt
     assert calls == []  # the boundary's grid is not even computed
     out = capsys.readouterr().out
     assert "plot 'four examples'" in out and "not while grading" in out
+
+
+@pytest.mark.parametrize("cell, awaits", [("x = 1\nprint(x)", False), ("import asyncio\nawait asyncio.sleep(0)\nprint('awaited')", True),
+                                          ("async def f():\n    return 2\nprint(await f())", True)])
+def test_only_a_cell_that_could_await_is_compiled_again_to_ask_and_top_level_await_still_runs(
+        shell, monkeypatch: pytest.MonkeyPatch, cell: str, awaits: bool) -> None:
+    from IPython.core import interactiveshell
+
+    asked = []
+    real = interactiveshell._should_be_async
+    monkeypatch.setattr(interactiveshell, "_should_be_async", lambda text: asked.append(text) or real(text))
+    outputs = OUTPUTS
+    outputs.clear()
+    run_cell(shell, outputs, cell, 30)
+    printed = "".join(o.get("text", "") for o in outputs.export())
+    assert bool(asked) == awaits
+    assert printed == ("awaited\n" if "sleep" in cell else "2\n" if awaits else "1\n"), outputs.export()
+
+
+FIRST_CELL = '''
+import sys
+from autograder.grading.grade.sandbox.inside import PRELOAD
+from autograder.grading.grade.worker import prepared
+from autograder.grading.grade.worker.preload import load
+from autograder.grading.grade.worker.shell import run_cell
+load(PRELOAD, prepare_worker=True)  # as the fork server does, before it forks any worker
+ready = prepared.take()
+shell, outputs = ready.shell, ready.outputs
+
+def built(obj):
+    return {n for n in obj.trait_names() if n in obj._trait_values}
+
+objects = {"shell": shell, "history": shell.history_manager, "formatter": shell.display_formatter}
+before = ({k: built(v) for k, v in objects.items()}, set(sys.modules))
+run_cell(shell, outputs, "a = 1\\na", 30)
+run_cell(shell, outputs, "b = 2", 30)
+after = ({k: built(v) for k, v in objects.items()}, set(sys.modules))
+print({k: sorted(after[0][k] - before[0][k]) for k in objects}, sorted(after[1] - before[1]))
+'''
+
+
+def test_a_notebooks_first_cells_build_nothing_the_shell_made_in_the_fork_server_lacks() -> None:
+    # what IPython builds on first use (a logger, transformers, history lists, formatters, bdb) is built with the
+    # shell, once in the process that forks the workers, not again in every worker's first cells
+    import subprocess
+
+    done = subprocess.run([sys.executable, "-c", FIRST_CELL], capture_output=True, text=True, timeout=120,
+                          cwd=Path(__file__).resolve().parent.parent)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "{'shell': [], 'history': [], 'formatter': []} []", done.stdout

@@ -38,21 +38,73 @@ def _unavailable(reason: str) -> None:
     pytest.skip(reason)
 
 
-@pytest.fixture(scope="module")
-def box() -> Any:
-    """One sandbox for the module, started while the grader's environment holds a secret."""
+BUILDER_MODE = '''
+
+_real_self_test = _self_test
+
+
+def _self_test(bounds):  # (the test's, staged into this sandbox only: a builder makes each notebook's PID 1)
+    global CLONE
+    error = _real_self_test(bounds)
+    CLONE = None
+    return error
+'''
+
+
+def builders_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every sandbox started from now stages a fork server that makes each notebook's PID 1 as where one clone cannot
+    (another C library or architecture): a builder process unshares the namespaces and forks it."""
+    real = staging.stage
+
+    def stage(dest: Path) -> None:
+        real(dest)
+        server = dest / "autograder" / "grading" / "grade" / "sandbox" / "forkserver.py"
+        server.write_text(server.read_text() + BUILDER_MODE)  # (its bytecode no longer matches: compiled from this)
+
+    monkeypatch.setattr(staging, "stage", stage)
+
+
+@pytest.fixture(scope="module", params=["one clone", pytest.param("a builder", marks=pytest.mark.slow)])
+def box(request: pytest.FixtureRequest) -> Any:
+    """One sandbox for the module, started while the grader's environment holds a secret; every test of it runs with
+    each notebook's PID 1 made by one clone (where the C library allows), and (slow) by a builder that forks it."""
     reason = bwrap.unavailable_reason()
     if reason:
         _unavailable(reason)
     os.environ["AWS_SECRET_ACCESS_KEY"] = SECRET
     try:
-        started = client.Sandbox().start()
+        with pytest.MonkeyPatch.context() as patch:
+            if request.param == "a builder":
+                builders_only(patch)
+            started = client.Sandbox().start()
     except client.Unavailable as exc:
         _unavailable(str(exc))
     finally:
         os.environ.pop("AWS_SECRET_ACCESS_KEY", None)
+    started.asked = request.param
     yield started
     started.close()
+
+
+def test_each_notebooks_pid_1_is_made_by_one_clone_where_the_c_library_allows_else_by_a_builder(box: Any) -> None:
+    from autograder.grading.grade.sandbox import linux
+
+    one_clone = box.asked == "one clone" and linux.Clone.make() is not None
+    assert box.ready["one_clone"] is one_clone
+    assert run(box, "import os\nprint(os.getpid(), os.getppid())") == ["1 0\n"]  # PID 1, its parent outside
+
+
+def test_a_clone_leaves_the_c_library_the_thread_id_the_kernel_gave_its_child() -> None:
+    from autograder.grading.grade.sandbox import linux
+
+    clone = linux.Clone.make()
+    if clone is None:
+        pytest.skip("not glibc on x86-64 or aarch64: a builder makes each notebook's PID 1")
+    pid, pidfd = clone(0)
+    if pid == 0:  # glibc reads its own copy of the id (raise from another thread, recursive locks): the kernel's
+        os._exit(0 if linux.glibc_tid() == os.getpid() == threading.get_native_id() else 1)
+    os.close(pidfd)
+    assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
 
 
 def outputs(message: dict[str, Any]) -> str:

@@ -45,7 +45,7 @@ class Bounds:
     proc_tmpfs: list[int] = field(default_factory=list)  # [bytes, inodes] of the empty tmpfs over its /proc
     nofile: int = 0  # its open files
     nproc: int = 0  # its processes
-    setup_timeout: float = 0.0  # seconds its builder may take to hand over its learner's process
+    setup_timeout: float = 0.0  # seconds its PID 1's setup may take (a clone's, or a builder's hand-over)
     exit_timeout: float = 0.0  # seconds its PID 1 may take to be gone once killed
 
 
@@ -78,11 +78,19 @@ def _private_dev(lib: Any, bounds: Bounds) -> None:
     linux.check(lib.umount2(SCRATCH.encode(), linux.MNT_DETACH), f"umount {SCRATCH}")
 
 
+NAMESPACES = linux.CLONE_NEWUSER | linux.CLONE_NEWNS | linux.CLONE_NEWPID | linux.CLONE_NEWNET | linux.CLONE_NEWIPC
+
+
 def enter_namespaces(lib: Any, bounds: Bounds) -> None:
     """New user, mount, PID (for children), network and IPC namespaces; the notebook's own mounts; /proc hidden."""
     uid, gid = os.getuid(), os.getgid()
-    linux.check(lib.unshare(linux.CLONE_NEWUSER | linux.CLONE_NEWNS | linux.CLONE_NEWPID | linux.CLONE_NEWNET
-                            | linux.CLONE_NEWIPC), "unshare")
+    linux.check(lib.unshare(NAMESPACES), "unshare")
+    set_up_namespaces(lib, uid, gid, bounds)
+
+
+def set_up_namespaces(lib: Any, uid: int, gid: int, bounds: Bounds) -> None:
+    """In a process just put in new namespaces (by unshare or clone): its ids mapped to those it had (`uid`, `gid`),
+    the notebook's own mounts (within `bounds`), /proc hidden."""
     for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
         with open(f"/proc/self/{name}", "w") as f:
             f.write(text)
@@ -129,18 +137,19 @@ def _exit_status(status: int) -> int:
 PROGRAMS: dict[bool, bytes] = {}  # the seccomp filters, compiled once by `serve`: {may start processes: program}
 
 
-def _learner(channel_fd: int, cgroup_fds: list[int], go: int, lib: Any, bounds: Bounds) -> None:
-    """PID 1 of the notebook's namespace: join the notebook's cgroups, wait until the server holds our pidfd, drop
-    every privilege, load the seccomp filter, read the start message, run the notebook. Nothing of the learner's
-    runs before all of that."""
+def _learner(channel_fd: int, cgroup_fds: list[int], go: int | None, lib: Any, bounds: Bounds) -> None:
+    """PID 1 of the notebook's namespace: join the notebook's cgroups, wait until the server holds our pidfd (when a
+    builder made us: `go`; a clone gave the server its pidfd already), drop every privilege, load the seccomp filter,
+    read the start message, run the notebook. Nothing of the learner's runs before all of that."""
     try:
-        lib.prctl(linux.PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # the builder is killed: we go too
+        lib.prctl(linux.PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # our parent (builder or server) killed: we go too
         for fd in cgroup_fds:
             os.write(fd, b"0")  # this process, and so everything it starts, counted by the notebook's cgroup
             os.close(fd)
-        if os.read(go, 1) != b"g":
-            os._exit(BUILD_FAILED)  # the builder died before the server could hold this process
-        os.close(go)
+        if go is not None:
+            if os.read(go, 1) != b"g":
+                os._exit(BUILD_FAILED)  # the builder died before the server could hold this process
+            os.close(go)
         drop_privileges(lib, bounds)
         linux.install_filter(lib, PROGRAMS[bool(cgroup_fds)])  # no cgroup counts them together: no new process
         _close_fds(channel_fd)
@@ -198,11 +207,13 @@ def _build(channel_fd: int, cgroup_fds: list[int], report: socket.socket, bounds
 
 @dataclass
 class Notebook:
-    """The server's handle on one notebook: its builder's pid, the report socket, the learner's pidfd."""
+    """The server's handle on one notebook: the pid it waits for (its builder's, or its PID 1's when a clone made PID
+    1 the server's own child: `direct`), the report socket, the learner's pidfd."""
 
     builder: int
     report: socket.socket
     pidfd: int = -1
+    direct: bool = False
 
     def kill(self) -> None:
         """SIGKILL the notebook's PID 1 (the kernel then kills its whole namespace); its builder if PID 1 is not known."""
@@ -222,7 +233,53 @@ class Notebook:
         self.report.close()
 
 
+CLONE: linux.Clone | None = None  # set by `serve` when one clone can make a notebook's PID 1 here (`_self_test`)
+
+
 def spawn(channel_fd: int, cgroup_fds: list[int], bounds: Bounds) -> tuple[Notebook, str]:
+    """Start one notebook's PID 1, and hold its pidfd: (handle, error or "")."""
+    if CLONE is not None:
+        return _spawn_cloned(CLONE, channel_fd, cgroup_fds, bounds)
+    return _spawn_built(channel_fd, cgroup_fds, bounds)
+
+
+def _spawn_cloned(clone: linux.Clone, channel_fd: int, cgroup_fds: list[int], bounds: Bounds) -> tuple[Notebook, str]:
+    """One clone into the notebook's namespaces: its PID 1, the server's own child (pidfd held from the clone on),
+    sets up its mounts and becomes the learner's process; the server waits until it says its setup is done. One
+    fork and one exit fewer than a builder that forks the learner, and fewer pages copied (~25% of an empty
+    worker's CPU)."""
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    uid, gid = os.getuid(), os.getgid()
+    pid, pidfd = clone(NAMESPACES)
+    if pid == 0:
+        try:
+            ours.close()
+            signal.set_wakeup_fd(-1)
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            _close_fds(channel_fd, theirs.fileno(), *cgroup_fds)
+            os.setsid()  # (see _build)
+            lib = linux.libc()
+            set_up_namespaces(lib, uid, gid, bounds)
+            theirs.send(b"ready")
+            theirs.close()
+        except BaseException:
+            os._exit(BUILD_FAILED)
+        _learner(channel_fd, cgroup_fds, None, lib, bounds)
+    theirs.close()
+    for fd in (channel_fd, *cgroup_fds):
+        os.close(fd)
+    notebook = Notebook(pid, ours, pidfd, direct=True)
+    ready = False
+    if linux.wait_fd(ours.fileno(), bounds.setup_timeout):
+        with contextlib.suppress(OSError):
+            ready = ours.recv(16) == b"ready"
+    if not ready:
+        notebook.kill()
+        return notebook, "the notebook's namespaces could not be set up"
+    return notebook, ""
+
+
+def _spawn_built(channel_fd: int, cgroup_fds: list[int], bounds: Bounds) -> tuple[Notebook, str]:
     """Fork the builder of one notebook and wait until it hands over the learner's pidfd; (handle, error or "")."""
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     pid = os.fork()
@@ -243,8 +300,38 @@ def spawn(channel_fd: int, cgroup_fds: list[int], bounds: Bounds) -> tuple[Noteb
     return notebook, ""
 
 
+def _clone_works(clone: linux.Clone, bounds: Bounds) -> bool:
+    """Whether a clone makes a notebook's PID 1 here: its namespaces and mounts, its seccomp filter, and the C
+    library's thread id set by the kernel where `Clone` said (else glibc would keep the server's)."""
+    uid, gid = os.getuid(), os.getgid()
+    try:
+        pid, pidfd = clone(NAMESPACES)
+    except OSError:
+        return False
+    if pid == 0:
+        try:
+            lib = linux.libc()
+            set_up_namespaces(lib, uid, gid, bounds)
+            if not os.getpid() == linux.glibc_tid() == 1:
+                os._exit(1)
+            linux.check(lib.prctl(linux.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+            linux.install_filter(lib, linux.filter_program(False))
+        except BaseException:
+            os._exit(1)
+        os._exit(0)
+    os.close(pidfd)
+    _, status = os.waitpid(pid, 0)
+    return status == 0
+
+
 def _self_test(bounds: Bounds) -> str:
-    """Why a notebook's namespaces, mounts or seccomp filter cannot be set up here, or ""."""
+    """Why a notebook's namespaces, mounts or seccomp filter cannot be set up here, or "". Sets CLONE when one clone
+    makes a notebook's PID 1 (else each notebook has a builder that unshares and forks)."""
+    global CLONE
+    clone = linux.Clone.make()
+    if clone is not None and _clone_works(clone, bounds):
+        CLONE = clone
+        return ""
     pid = os.fork()
     if pid == 0:
         try:
@@ -289,7 +376,8 @@ def serve(control_fd: int, bounds: dict[str, Any]) -> None:
             load(PRELOAD, prepare_worker=True)
         except Exception as exc:
             error = f"the worker-side code failed to import: {type(exc).__name__}: {exc}"
-    timing = {"self_test_s": round(t1 - t0, 4), "preload_s": round(time.perf_counter() - t1, 4)}
+    timing = {"self_test_s": round(t1 - t0, 4), "preload_s": round(time.perf_counter() - t1, 4),
+              "one_clone": CLONE is not None}  # (how each notebook's PID 1 is made: one clone, or a builder)
     control.send(json.dumps({"op": "ready", "ok": not error, "error": error, **timing}).encode())
     if error:
         return
@@ -331,13 +419,14 @@ def serve(control_fd: int, bounds: dict[str, Any]) -> None:
             done, status = os.waitpid(notebook.builder, os.WNOHANG)
             if not done:
                 continue
-            code = None
-            with contextlib.suppress(OSError, ValueError):
-                notebook.report.setblocking(False)
-                code = json.loads(notebook.report.recv(64) or b"null")
-            if not notebook.gone(0):  # the builder died first (it never does on its own): end PID 1 ourselves
-                notebook.kill()
-                notebook.gone(kept.exit_timeout)
+            code = _exit_status(status) if notebook.direct else None  # PID 1 itself, its namespace gone with it
+            if not notebook.direct:
+                with contextlib.suppress(OSError, ValueError):
+                    notebook.report.setblocking(False)
+                    code = json.loads(notebook.report.recv(64) or b"null")
+                if not notebook.gone(0):  # the builder died first (it never does on its own): end PID 1 ourselves
+                    notebook.kill()
+                    notebook.gone(kept.exit_timeout)
             if code is None:
                 code = -signal.SIGKILL if os.WIFSIGNALED(status) else BUILD_FAILED
             notebook.close()

@@ -14,8 +14,9 @@ import select
 import struct
 from typing import Any
 
-# unshare(2) flags
+# unshare(2) and clone(2) flags
 CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x20000, 0x8000000, 0x10000000, 0x20000000, 0x40000000
+CLONE_PIDFD, CLONE_CHILD_SETTID = 0x1000, 0x01000000
 # mount(2) and umount2(2) flags
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 0x1, 0x2, 0x4, 0x8, 0x20, 0x1000, 0x4000, 0x40000
 MNT_DETACH = 0x2
@@ -141,6 +142,74 @@ def install_filter(lib: Any, program: bytes) -> None:
     buffer = ctypes.create_string_buffer(program, len(program))
     prog = SockFprog(len(program) // 8, ctypes.cast(buffer, ctypes.c_void_p))
     check(lib.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0), "seccomp")
+
+
+# Where glibc keeps a thread's kernel id in its thread descriptor (`struct pthread`'s `tid`, which fork(2)'s wrapper
+# has the kernel write in the child, and raise(), pthread_kill() and recursive mutexes read), by architecture. A
+# clone made here has the kernel write it too (CLONE_CHILD_SETTID); `Clone.verified` checks the place first.
+GLIBC_TID_OFFSET = {"x86_64": 0x2D0, "aarch64": 0xD0}
+
+
+class Clone:
+    """fork(2) into new namespaces in one system call: clone(2) with namespace flags, called as os.fork calls fork
+    (Python's before- and after-fork steps around it, the GIL held), a pidfd of the child made with it.
+
+    Only where the C library's thread descriptor is known (glibc, x86-64 or aarch64) and found where it should be;
+    elsewhere `make` returns None and a caller forks twice (unshare(2) then fork(2)) instead.
+    """
+
+    def __init__(self, machine: str, tid_address: int) -> None:
+        self.lib = ctypes.PyDLL(None, use_errno=True)  # PyDLL: the GIL stays held, as os.fork holds it
+        self.lib.syscall.restype = ctypes.c_long
+        self.number = ARCHES[machine][1]["clone"]
+        self.aarch64 = machine == "aarch64"
+        self.tid = ctypes.c_void_p(tid_address)
+
+    @classmethod
+    def make(cls) -> Clone | None:
+        """A Clone for this process's main thread, or None where its thread descriptor is not where it should be."""
+        import platform
+        import threading
+
+        machine = os.uname().machine
+        if platform.libc_ver()[0] != "glibc" or machine not in GLIBC_TID_OFFSET or machine not in ARCHES:
+            return None
+        lib = ctypes.CDLL(None)
+        lib.pthread_self.restype = ctypes.c_void_p
+        address = lib.pthread_self() + GLIBC_TID_OFFSET[machine]
+        if not ctypes.c_int.from_address(address).value == glibc_tid() == threading.get_native_id():
+            return None
+        return cls(machine, address)
+
+    def __call__(self, flags: int) -> tuple[int, int]:
+        """(pid, pidfd) in the parent, (0, -1) in the child, which continues as a child of os.fork does; OSError."""
+        import signal
+
+        pidfd = ctypes.c_int(-1)
+        flags |= signal.SIGCHLD | CLONE_PIDFD | CLONE_CHILD_SETTID
+        api = ctypes.pythonapi
+        api.PyOS_BeforeFork()
+        # clone(flags, stack, parent_tid, child_tid, tls) on x86-64; aarch64 swaps the last two
+        last = (0, self.tid) if self.aarch64 else (self.tid, 0)
+        pid = self.lib.syscall(self.number, flags, 0, ctypes.byref(pidfd), *last)
+        if pid == 0:
+            api.PyOS_AfterFork_Child()
+            return 0, -1
+        err = ctypes.get_errno()
+        api.PyOS_AfterFork_Parent()
+        if pid < 0:
+            raise OSError(err, f"clone: {os.strerror(err)}")
+        return pid, pidfd.value
+
+
+def glibc_tid() -> int:
+    """The calling thread's id as the C library has it in its thread descriptor (read back from the CPU clock it
+    makes of it: ((~tid) << 3) | 6), which may differ from the kernel's (gettid) in a process cloned without it."""
+    lib = ctypes.CDLL(None)
+    lib.pthread_self.restype = ctypes.c_void_p
+    clock = ctypes.c_int()
+    check(lib.pthread_getcpuclockid(ctypes.c_void_p(lib.pthread_self()), ctypes.byref(clock)), "pthread_getcpuclockid")
+    return ~(clock.value >> 3)
 
 
 def die_with_parent() -> None:

@@ -64,15 +64,26 @@ def _stdlib_module(filename: str, stdlib: tuple[str, ...]) -> str:
     return ""
 
 
+def _stdlib_dirs() -> tuple[str, ...]:
+    """Where the standard library lives."""
+    paths = sysconfig.get_paths()
+    return tuple(sorted({paths[k].rstrip(os.sep) + os.sep for k in ("stdlib", "platstdlib") if k in paths}))
+
+
+def places() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(the runtime's folders, the standard library's): the same for every worker, so the process that forks them
+    works them out once (`prepared`)."""
+    return _runtime_dirs(), _stdlib_dirs()
+
+
 class Hook:
     """The audit hook: decides whether an event is the learner's and hands it to `report` (event, detail, where)."""
 
-    def __init__(self, report: Callable[[str, str, str], None], max_reports: int) -> None:
+    def __init__(self, report: Callable[[str, str, str], None], max_reports: int,
+                 where: tuple[tuple[str, ...], tuple[str, ...]] | None = None) -> None:
         self.report, self.max_reports = report, max_reports  # (settings.AUDIT_REPORTS: handed in, stdlib only here)
-        paths = sysconfig.get_paths()
-        self.runtime = _runtime_dirs()
+        self.runtime, self.stdlib = where or places()
         self.own = (*self.runtime, os.getcwd().rstrip(os.sep) + os.sep, os.getcwd(), "/tmp", "/dev/null", "/dev/urandom")
-        self.stdlib = tuple(sorted({paths[k].rstrip(os.sep) + os.sep for k in ("stdlib", "platstdlib") if k in paths}))
         self.getframe = sys._getframe  # taken now: a notebook that replaces sys._getframe cannot blind the hook
         self.busy: set[int] = set()
         self.seen: set[tuple[str, str]] = set()
@@ -171,9 +182,10 @@ class Hook:
         return None
 
 
-def install_audit_hook(report: Callable[[str, str, str], None], max_reports: int) -> Hook:
+def install_audit_hook(report: Callable[[str, str, str], None], max_reports: int,
+                       where: tuple[tuple[str, ...], tuple[str, ...]] | None = None) -> Hook:
     """Add the hook (for the life of the process: audit hooks cannot be removed); events go to `report`, the first
-    `max_reports` distinct ones."""
-    hook = Hook(report, max_reports)
+    `max_reports` distinct ones. `where`: `places()`, when the caller has it already."""
+    hook = Hook(report, max_reports, where)
     sys.addaudithook(hook)
     return hook

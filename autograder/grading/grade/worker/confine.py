@@ -14,7 +14,8 @@ from ....settings import CPU_BACKSTOP, MIB, WORKER_FILE_BYTES
 
 def confine(limits: Any, workdir: str) -> None:
     """Own process group, scratch directory, resource limits, no inherited terminal output, nbgrader's environment."""
-    os.setpgid(0, 0)  # the grader kills the whole group: processes the notebook starts go too
+    if os.getpgid(0) != os.getpid():  # (a sandbox's PID 1 leads its own session, and so its group, already)
+        os.setpgid(0, 0)  # the grader kills the whole group: processes the notebook starts go too
     os.chdir(workdir)
     os.environ["NBGRADER_EXECUTION"] = "autograde"
     caps = {

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import sys
 from multiprocessing.connection import Connection
+from types import SimpleNamespace
 from typing import Any
 
 from ....settings import AUDIT_REPORTS
@@ -44,20 +45,20 @@ def answer_checks(conn: Connection, writer: channel.Sender, shell: Any, limits: 
 
 def child_main(conn: Connection, plan: dict[str, Any], workdir: str) -> None:
     """Run the plan's cells in order; report each cell's outputs; answer the grader at grade cells."""
-    from autograder.settings import Limits
-
     ready = prepared.take()
     # From here only this call's frame holds the kit and the guard: learner code would need frames or the
     # collector to reach them (both audited), not a lookup in sys.modules (which raises no event)
-    kit, outputs, shell, guard = ready.kit, ready.outputs, ready.shell, ready.guard
+    kit, outputs, shell, guard, places = ready.kit, ready.outputs, ready.shell, ready.guard, ready.places
+    # The grader's Limits (it made them from the course's settings) read as plain values: a traitlets object built
+    # here cost ~1 ms and ~200 copied pages a worker
+    limits = SimpleNamespace(**{**ready.limits, **plan["limits"]})
     del ready
     assert guard is not None
-    limits = Limits(**plan["limits"])
     outputs.limit, outputs.notebook_limit = limits.output_bytes, limits.notebook_output_bytes
     confine(limits, workdir)
     writer = channel.Sender(conn)
     guard.watch(writer, kit, conn, guard)
-    install_audit_hook(writer.audit, AUDIT_REPORTS)  # last: from here on, every audited event of learner code is reported
+    install_audit_hook(writer.audit, AUDIT_REPORTS, places)  # last: from here on, every audited event of learner code is reported
     for index, cell in enumerate(plan["cells"]):
         outputs.next_cell()
         if cell["kind"] == "checks":

@@ -36,11 +36,14 @@ class ProbeKit:
 
 @dataclass
 class Prepared:
-    """The kit, the shell's outputs, the shell and the guard of one worker-to-be."""
+    """The kit, the shell's outputs, the shell and the guard of one worker-to-be; the default limits and the audit
+    hook's places, worked out once for every worker."""
 
     kit: ProbeKit
     outputs: Outputs
     shell: Any
+    limits: dict[str, Any]  # every configurable Limits trait at its default (a plan names them all, tests fewer)
+    places: tuple[tuple[str, ...], tuple[str, ...]]  # audit.places()
     guard: Guard | None = None
 
     @classmethod
@@ -48,12 +51,15 @@ class Prepared:
         """The kit, the shell and (last, so that it sees all of them in place) the guard's snapshot."""
         from autograder.settings import Limits
 
+        from .audit import places
+
         global _PREPARED
-        Limits()  # whatever traitlets sets up on the class at first use happens here, before the guard's snapshot
-        outputs = Outputs(Limits().output_bytes)
+        defaults = Limits()  # whatever traitlets sets up on the class at first use happens here, before the guard's snapshot
+        outputs = Outputs(defaults.output_bytes)
         shell = make_shell(outputs)
         warm_figures()
-        _PREPARED = ready = cls(ProbeKit.take(), outputs, shell)
+        limits = {name: getattr(defaults, name) for name in defaults.trait_names(config=True)}
+        _PREPARED = ready = cls(ProbeKit.take(), outputs, shell, limits, places())
         ready.guard = Guard(shell.user_ns)
         return ready
 

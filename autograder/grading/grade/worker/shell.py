@@ -47,6 +47,15 @@ def make_shell(outputs: Outputs) -> Any:
         def transform_cell(self, raw_cell: str) -> str:
             return plain_python(raw_cell, self.input_transformers_post) or super().transform_cell(raw_cell)
 
+        def should_run_async(self, raw_cell: str, *, transformed_cell: str | None = None,
+                             preprocessing_exc_tuple: Any = None) -> bool:
+            # IPython compiles every cell once more to learn whether it awaits at top level; only a cell that
+            # holds one of the two keywords can (a coroutine's code needs them)
+            if transformed_cell is not None and "await" not in transformed_cell and "async" not in transformed_cell:
+                return False
+            return super().should_run_async(raw_cell, transformed_cell=transformed_cell,
+                                            preprocessing_exc_tuple=preprocessing_exc_tuple)
+
     config = Config()
     config.HistoryManager.enabled = False
     # Figures are shown by their text (`<Figure size ... with 1 Axes>`), never drawn: no grade depends on a picture,
@@ -60,7 +69,27 @@ def make_shell(outputs: Outputs) -> Any:
         raise NotImplementedError
     except NotImplementedError:  # the first traceback loads the formatter's modules: once here, not in every cell
         shell.InteractiveTB.structured_traceback(*sys.exc_info())
+    warm_shell(shell)
     return shell
+
+
+# What IPython builds on a shell's first cell, trait defaults made on first use: built once where the shell is made
+# (the fork server), each notebook's first cell finds them there instead of building them again
+FIRST_USE = ("logger", "ast_node_interactivity", "ast_transformers", "input_transformers_post",
+             "input_transformer_manager")
+FIRST_USE_HISTORY = ("input_hist_raw", "input_hist_parsed", "output_hist_reprs", "db_input_cache", "db_output_cache")
+
+
+def warm_shell(shell: Any) -> None:
+    """Build the parts of `shell` that its first cell would (its logger, transformers, history lists, display
+    formatters) and import `bdb` (run_code imports it at every cell): once, not in every worker's first cell."""
+    import bdb  # noqa: F401
+
+    for name in FIRST_USE:
+        getattr(shell, name, None)
+    for name in FIRST_USE_HISTORY:
+        getattr(shell.history_manager, name, None)
+    shell.display_formatter.format(0)  # makes the formatters it has not used yet
 
 
 def plain_python(cell: str, post_transformers: list[Any]) -> str | None:
