@@ -13,6 +13,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import nbformat
 import postgres_server
 import pytest
 import support
@@ -192,3 +193,23 @@ def test_the_lock_goes_to_one_grader_at_a_time_even_while_its_file_is_removed(tm
         t.join()
     assert len(holders) + len(refused) == 800 and holders
     assert not (tmp_path / LOCK_FILE).exists()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("cell", ['check("numerical_derivativ")', 'x = 1\ncheck("relu_backward", "no_such_check")'])
+def test_a_grade_cell_naming_a_check_the_grader_lacks_refuses_the_run_in_one_line_and_writes_nothing(tmp_path, cell):
+    # inside the sandbox check(...) only prints, so such a cell would otherwise pass for every notebook, blank ones too
+    course = support.make_course(tmp_path / "course")
+    source = course / "source" / support.ASSIGNMENT / f"{support.NOTEBOOK}.ipynb"
+    nb = nbformat.read(source, as_version=4)
+    target = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "check_derivative")
+    target.source = cell
+    nbformat.write(nb, source)
+    support.nbgrader(course, "generate_assignment", support.ASSIGNMENT, "--force")
+    support.submit(course, "blank", support.submission(course, [], []))
+    before = sorted(p.relative_to(course) for p in course.rglob("*"))
+    done = support.grade_ours(course)
+    assert done.returncode == 2 and done.stdout == "", done.stdout
+    assert done.stderr.count("\n") == 1 and "grade cell 'check_derivative' calls check" in done.stderr, done.stderr
+    assert ("'numerical_derivativ'" if "derivativ\"" in cell else "'no_such_check'") in done.stderr
+    assert sorted(p.relative_to(course) for p in course.rglob("*")) == before

@@ -7,8 +7,9 @@ from dataclasses import dataclass, field
 
 from nbgrader.api import Gradebook, MissingEntry
 
+from ... import __version__
 from ... import checks as catalog
-from ...loader import CheckCall, only_check_calls
+from ...loader import CheckCall, check_calls, only_check_calls
 from ..types import GradingError
 from .course import without_password
 
@@ -55,6 +56,17 @@ class AssignmentSpec:
     fingerprint: str
 
 
+def refuse_unknown_checks(notebook: str, cell: str, source: str) -> None:
+    """A grade cell that names a check this grader lacks is refused before anything is graded: inside the sandbox
+    `check(...)` only says the grader runs it, so the cell would pass for everyone, a blank notebook included."""
+    unknown = [n for call in check_calls(source) for n in call.names if n not in catalog.BY_NAME]
+    if unknown:
+        raise GradingError(f"{notebook}: grade cell {cell!r} calls check {unknown[0][:80]!r}, which this grader "
+                           f"(autograd-workbook {__version__}) does not have: correct the name in the source notebook "
+                           f"and run `nbgrader generate_assignment` again, or install the version the course was "
+                           f"written for")
+
+
 def load_assignment(db_url: str, assignment: str) -> AssignmentSpec:
     """Read the assignment's source cells from the gradebook that `nbgrader generate_assignment` filled."""
     digest = hashlib.sha256()
@@ -73,6 +85,8 @@ def load_assignment(db_url: str, assignment: str) -> AssignmentSpec:
                 for sc in nb.source_cells:  # in source order
                     grade = sc.name in points
                     calls = only_check_calls(sc.source, catalog.BY_NAME) if grade and sc.cell_type == "code" else None
+                    if grade and sc.cell_type == "code":
+                        refuse_unknown_checks(nb.name, sc.name, sc.source)
                     spec.cells[sc.name] = SourceCell(sc.name, sc.cell_type, sc.source, sc.checksum or "", bool(sc.locked),
                                                      grade, sc.name in solutions, points.get(sc.name), calls)
                     digest.update(f"{nb.name}\0{sc.name}\0{sc.checksum}\0{points.get(sc.name)}\0{sc.source}\0".encode())
