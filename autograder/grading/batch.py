@@ -43,14 +43,14 @@ from .store.dependencies import Digests
 from .store.files import SECRET_FILE, course_lock, course_secret
 from .store.gradebook import GradebookWriter
 from .store.journal import Journal
-from .store.resume import Plan, plan, settle
+from .store.resume import FORGED, Plan, plan, settle
 from .store.writer import Paths, Writer
 from .types import Code, GradingError, Row
 
 if TYPE_CHECKING:
     from .grade.cluster import Connection
 
-EDITED_STATE = "its resume record was edited outside the grader: ignored, regraded"
+EDITED_STATE = f"{FORGED}: ignored, regraded"
 
 
 @dataclass
@@ -88,7 +88,7 @@ class Round:
 
 def reason_lines(plan: Plan) -> list[str]:
     """One line per reason some notebooks are graded: "12 notebooks: check `tanh_backward` changed"."""
-    return [f"{n} notebook{'s' * (n != 1)}: {why}" for why, n in plan.reasons()]
+    return [one_line(f"{n} notebook{'s' * (n != 1)}: {why}") for why, n in plan.reasons()]
 
 
 def default_jobs(memory_mb: int, cpus: int | None = None, memory_bytes: int | None = None) -> int:

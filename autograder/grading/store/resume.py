@@ -39,6 +39,7 @@ NEW = "not graded before"
 EARLIER = "graded by an earlier version of the grader, whose record does not say what the grade depended on"
 EDITED = "its autograded notebook was changed outside the grader (the formgrader's Autograde button?)"
 FORCED = "--force"
+FORGED = "its resume record was edited outside the grader"
 
 
 @dataclass
@@ -91,6 +92,8 @@ def plan(tasks: list[Task], journal: Journal, assignment: str, autograded: Calla
         old = journal.get(key)
         assert task.depends is not None
         why = why_graded(old, task.depends, autograded(item.student) / f"{item.notebook}.ipynb", digests)
+        if old is None and key in journal.rejected:
+            why = [FORGED]
         if force and not why:
             why = [FORCED]
         if not why:
