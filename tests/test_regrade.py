@@ -272,3 +272,17 @@ def test_a_regrade_killed_midway_then_run_again_gives_the_same_gradebook_and_rep
     assert support.gradebook_tables(db.format(killed), "fixture-course") == support.gradebook_tables(
         db.format(whole), "fixture-course")
     assert _report(killed) == _report(whole)
+
+
+@pytest.mark.parametrize("checks_setting, said", [({"no_such_check": {"rtol": 1e-3}}, "'no_such_check', which is not a check"),
+                                                  ({"tanh_backward": {"rtool": 1e-3}}, "only rtol, atol, forward_rtol")])
+def test_a_tolerance_for_a_check_that_cannot_be_used_is_refused_before_anything_is_read(checks_setting, said) -> None:
+    from traitlets.config import Config
+
+    from autograder.grading import batch
+    from autograder.grading.types import GradingError
+
+    config = Config()
+    config.Tolerance.checks = checks_setting
+    with pytest.raises(GradingError, match=said):
+        batch.run(batch.Options("ps1", config, course="/nonexistent/course"))

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 
 from traitlets.config import Config
 
+from .. import checks as catalog
 from ..lines import one_line
 from ..settings import BatchGrading, Hints, Limits, Tolerance
 from .discover.assignment import load_assignment
@@ -109,6 +110,13 @@ def default_jobs(memory_mb: int, cpus: int | None = None, memory_bytes: int | No
 def run(options: Options) -> list[Row]:
     """Grade the assignment's submissions in parallel; store each group of notebooks as it finishes; the outputs."""
     limits, tolerance = Limits(config=options.config), Tolerance(config=options.config)
+    for name in tolerance.checks:  # a tolerance of a check that is not one would never be used: said before anything
+        if name not in catalog.BY_NAME:
+            raise GradingError(f"Tolerance.checks names {one_line(name)!r}, which is not a check")
+        try:
+            tolerance.for_check(name)
+        except ValueError as exc:
+            raise GradingError(one_line(exc)) from None
     jobs = options.jobs or BatchGrading(config=options.config).jobs or default_jobs(limits.memory_mb)
     if options.cluster and options.unsafe_no_sandbox:
         raise GradingError("--cluster grades only in the sandbox (--unsafe-no-sandbox is for one machine)")
@@ -164,13 +172,6 @@ def grade(options: Options, course: Course, limits: Limits, tolerance: Tolerance
     hints = Hints(config=options.config).level
     settings = settings_values(limits, options.unsafe_no_sandbox, hints)
     digests = Digests(tolerance)
-    for name in tolerance.checks:  # a tolerance of a check that is not one would never be used: say so now
-        if not digests.check(name):
-            raise GradingError(f"Tolerance.checks names {one_line(name)!r}, which is not a check")
-        try:
-            tolerance.for_check(name)
-        except ValueError as exc:
-            raise GradingError(str(exc)) from None
     students = course.students(options.assignment, options.students)  # before the secret and journal: a refusal writes nothing
     if not students:
         raise GradingError(f"no submissions of {options.assignment!r} in {course.root / course.coursedir.submitted_directory}")
