@@ -83,6 +83,8 @@ STANDIN_CHARS = 2_000  # characters of a cell or output shown as plain text when
 LARGEST_IMAGE = 100_000  # pixels: an image's width or height from its metadata, at most
 SUBMISSION_ENTRIES = 10_000  # files and folders scanned per submission (a collected folder holds a handful)
 TIMESTAMP_BYTES = 4096  # of a submission's timestamp.txt read (nbgrader writes ~30 characters)
+SIMILARITY_CSV_BYTES = 1_000_000  # of the similarity command's CSV the class report reads (it lists the pairs that stand out)
+SIMILARITY_SHOWN = 20  # pairs that stand out listed in the class report (the similarity page shows them all)
 VERDICT_CHARS = 200  # of a check's verdict kept in a resume record and shown in the score-change report (learner text)
 
 # ---------------------------------------------------------------- fixed bounds: the channel (grading/grade/channel.py)

@@ -286,3 +286,20 @@ def test_a_tolerance_for_a_check_that_cannot_be_used_is_refused_before_anything_
     config.Tolerance.checks = checks_setting
     with pytest.raises(GradingError, match=said):
         batch.run(batch.Options("ps1", config, course="/nonexistent/course"))
+
+
+def test_the_class_reports_similarity_section_lists_the_pairs_that_stood_out_escaped_and_says_it_is_no_verdict(
+        tmp_path: Path) -> None:
+    from autograder.grading.outputs import similarity_section
+
+    assert similarity_section.section(tmp_path, "ps1") == ""  # the command never ran: no section
+    path = similarity_section.csv_path(tmp_path, "ps1")
+    path.parent.mkdir(parents=True)
+    path.write_text("z,threshold,score,student,with,public_engine,exercises\n"
+                    "80.00,60,9.1,<img src=x onerror=alert(1)>,bob,no,ex_03 ex_04\n"
+                    "12.00,10,3.0,cy,micrograd,yes,ex_03\n"
+                    "5.00,60,1.0,dan,eve,no,ex_03\n")
+    html = similarity_section.section(tmp_path, "ps1")
+    assert "not a verdict" in html and "2 pairs of work stood out" in html and "ps1-similarity.html" in html
+    assert "<img" not in html and "&lt;img src=x onerror=alert(1)&gt;" in html and "micrograd" in html
+    assert "dan" not in html  # below its threshold

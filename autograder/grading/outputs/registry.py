@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..types import GradingError, Row
-from . import class_report, misconceptions, score_changes, summary
+from . import class_report, misconceptions, score_changes, similarity_section, summary
 
 
 @dataclass
@@ -55,9 +55,11 @@ OUTPUTS: list[Output] = [
     Output("summary CSV", "the summary table's lines, one per student and notebook (with --csv)",
            path=_summary_csv,
            write=lambda o, path: summary.write_csv(o.rows, str(path), o.assignment, keep_other_students=bool(o.students))),
-    Output("class report", "a page of score histograms, the most common misconceptions and the students' scores",
+    Output("class report", "a page of score histograms, the most common misconceptions, the students' scores, the "
+           "last regrade's score changes and what the similarity command found at its last run",
            path=lambda o: class_report.page_path(o.root, o.assignment),
-           write=lambda o, path: class_report.write(path, o.assignment, o.rows, [score_changes.section(o.changes)])),
+           write=lambda o, path: class_report.write(path, o.assignment, o.rows, [
+               score_changes.section(o.changes), similarity_section.section(o.root, o.assignment)])),
     Output("misconceptions CSV", "the most common misconceptions with the students who hit them",
            path=lambda o: class_report.page_path(o.root, o.assignment).with_name(f"{o.assignment}-misconceptions.csv"),
            write=lambda o, path: misconceptions.write(path, o.rows)),
