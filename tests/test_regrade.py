@@ -5,6 +5,7 @@ that moved (outputs/score_changes.py), the same after a kill and a re-run as aft
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import os
@@ -28,6 +29,7 @@ from autograder.grading.store.journal import JOURNAL_FILE, Journal
 from autograder.grading.store.resume import plan, settle
 from autograder.grading.types import CellResult, Code, Depends, Item, Reason, Record, Task, Verdict
 from autograder.settings import VERDICT_CHARS, Tolerance
+from autograder.truth import slips
 
 # ---------------------------------------------------------------- the dependency record
 
@@ -58,6 +60,10 @@ def test_a_change_to_code_a_check_reaches_changes_that_checks_digest_and_no_othe
     assert changed and changed != set(before), "the helper reaches every check or none: nothing was tested"
     assert "tanh_backward" in changed  # (its judge compares gradients through grad_close)
     monkeypatch.setattr(common, "grad_close", real)
+    # a helper behind functools.lru_cache is digested as the function it wraps (the cache is not)
+    monkeypatch.setattr(slips, "_compiled", functools.lru_cache(maxsize=8)(lambda formula: compile(formula, "f", "eval")))
+    assert {n for n in before if Digests(Tolerance()).check(n) != before[n]}
+    monkeypatch.undo()
     tanh = checks.get("tanh_backward")
     monkeypatch.setitem(checks.BY_NAME, "tanh_backward", dataclasses.replace(tanh, points=2.0))
     again = Digests(Tolerance())

@@ -94,6 +94,14 @@ class Digests:
             return sorted(([self._value(k), self._value(v)] for k, v in value.items()), key=repr)
         if isinstance(value, functools.partial):
             return [self._value(value.func), self._value(value.args), self._value(value.keywords)]
+        if isinstance(value, property):
+            return ["property", self._value(value.fget), self._value(value.fset), self._value(value.fdel)]
+        if isinstance(value, (staticmethod, classmethod)):
+            return [type(value).__name__, self._value(value.__func__)]
+        if isinstance(value, functools.cached_property):
+            return ["cached_property", self._value(value.func)]
+        if callable(value) and not isinstance(value, (types.FunctionType, type)) and hasattr(value, "__wrapped__"):
+            return ["wrapper", type(value).__qualname__, self._value(value.__wrapped__)]  # functools.lru_cache's
         if isinstance(value, (types.FunctionType, type, types.ModuleType)) or (
                 dataclasses.is_dataclass(value) and not isinstance(value, type)):
             return self._object(value)
@@ -116,8 +124,8 @@ class Digests:
             if not obj.__module__.startswith(PACKAGE):
                 return f"class {obj.__module__}.{obj.__qualname__}"
             return ["class", obj.__qualname__, [[k, self._value(v)] for k, v in vars(obj).items()
-                                                if isinstance(v, (types.FunctionType, property, staticmethod, classmethod))
-                                                or k.isupper()]]
+                                                if isinstance(v, (types.FunctionType, property, staticmethod, classmethod,
+                                                                  functools.cached_property)) or k.isupper()]]
         if dataclasses.is_dataclass(obj):
             return [type(obj).__qualname__, [[f.name, self._value(getattr(obj, f.name))] for f in dataclasses.fields(obj)]]
         if isinstance(obj, types.FunctionType):
