@@ -239,6 +239,18 @@ def test_a_check_tolerance_change_regrades_only_where_the_check_ran_and_reports_
     assert _report(course) == (csv_text, page), "a run that regrades nothing changed the report"
 
 
+@pytest.mark.slow
+def test_a_dry_run_on_a_course_never_graded_makes_no_secret_and_writes_nothing(tmp_path: Path) -> None:
+    course = support.make_course(tmp_path / "course")
+    support.submit(course, "ann", support.submission(course, ["derivatives", "engine"], []))
+    tree = _tree(course)
+    dry = support.grade_ours(course, "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert dry.stdout.splitlines() == ["1 notebook: not graded before", "would grade ann/engine: not graded before",
+                                       "dry run: 1 notebook would be graded, 0 unchanged; nothing written"]
+    assert _tree(course) == tree and not (course / SECRET_FILE).exists()
+
+
 def _copy(course: Path, to: Path) -> Path:
     shutil.copytree(course, to, symlinks=True)
     config = to / "nbgrader_config.py"

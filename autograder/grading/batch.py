@@ -194,7 +194,8 @@ def grade(options: Options, course: Course, limits: Limits, tolerance: Tolerance
         if options.tell is not None:
             for task in todo:
                 options.tell(f"would grade {one_line(task.item.label)}: {'; '.join(todo_plan.why[task.item.label])}")
-            options.tell(f"dry run: {len(todo)} notebooks would be graded, {len(skipped)} are unchanged; nothing written")
+            options.tell(f"dry run: {len(todo)} notebook{'s' * (len(todo) != 1)} would be graded, {len(skipped)} "
+                         "unchanged; nothing written")
         return rows + skipped, None
     rows += skipped
     if not options.cluster and todo:
