@@ -44,7 +44,7 @@ from .store.dependencies import Digests
 from .store.files import SECRET_FILE, course_lock, course_secret
 from .store.gradebook import GradebookWriter
 from .store.journal import Journal
-from .store.resume import FORGED, Plan, plan, settle
+from .store.resume import FORGED, Plan, moved_students, plan, settle
 from .store.writer import Paths, Writer
 from .types import Code, GradingError, Row
 
@@ -232,13 +232,6 @@ def grade(options: Options, course: Course, limits: Limits, tolerance: Tolerance
     fresh = round_open or any(before is not None for before in todo_plan.before.values())
     changes = of_round(journal.records, options.assignment, fresh)
     return rows, Round(journal, todo_plan.round, changes, moved_students(journal, options.assignment, todo_plan.round))
-
-
-def moved_students(journal: Journal, assignment: str, round_: int) -> list[str]:
-    """The students with a notebook whose grade cells (points or verdicts) the round changed."""
-    prefix = f"{assignment}/"
-    return sorted({key[len(prefix):].partition("/")[0] for key, r in journal.records.items()
-                   if key.startswith(prefix) and r.round == round_ and r.before is not None and r.before != r.cells})
 
 
 def validate(row: Row) -> None:

@@ -115,3 +115,11 @@ def settle(journal: Journal, assignment: str, round_: int) -> list[str]:
             if k.startswith(f"{assignment}/") and r.round == round_ and not r.settled]
     journal.append([(k, dataclasses.replace(journal.records[k], settled=True)) for k in keys])
     return keys
+
+
+def moved_students(journal: Journal, assignment: str, round_: int) -> list[str]:
+    """The students with a notebook whose grade cells (points or verdicts) the round changed."""
+    prefix = f"{assignment}/"
+    return sorted({key[len(prefix):].partition("/")[0] for key, r in journal.records.items()
+                   if key.startswith(prefix) and r.round == round_ and r.before is not None and r.before != r.cells})
+
