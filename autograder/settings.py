@@ -29,15 +29,19 @@ class Tolerance(Configurable):
         "Tolerances of single checks, by check name, over the three above: {'tanh_backward': {'rtol': 1e-4}}. "
         "A regrade after a change here touches only the notebooks where those checks ran.")).tag(config=True)
 
+    def values(self) -> dict[str, float]:
+        """Each tolerance by name (every Float trait: `checks` is not one)."""
+        return {name: getattr(self, name) for name, trait in self.traits(config=True).items() if isinstance(trait, Float)}
+
     def for_check(self, name: str) -> Tolerance:
         """The tolerance check `name` is judged with: this one, with the check's own values from `checks` over it."""
         own = self.checks.get(name)
         if not own:
             return self
-        values = {trait: getattr(self, trait) for trait in ("rtol", "atol", "forward_rtol")}
+        values = self.values()
         unknown = set(own) - set(values)
         if unknown:
-            raise ValueError(f"Tolerance.checks[{name!r}] sets {', '.join(sorted(unknown))}: only rtol, atol, forward_rtol")
+            raise ValueError(f"Tolerance.checks[{name!r}] sets {', '.join(sorted(unknown))}: only {', '.join(values)}")
         return Tolerance(**{**values, **{k: float(v) for k, v in own.items()}})
 
 

@@ -293,7 +293,7 @@ def test_a_regrade_killed_midway_then_run_again_gives_the_same_gradebook_and_rep
 
 
 @pytest.mark.parametrize("checks_setting, said", [({"no_such_check": {"rtol": 1e-3}}, "'no_such_check', which is not a check"),
-                                                  ({"tanh_backward": {"rtool": 1e-3}}, "only rtol, atol, forward_rtol")])
+                                                  ({"tanh_backward": {"rtool": 1e-3}}, "only atol, forward_rtol, rtol")])
 def test_a_tolerance_for_a_check_that_cannot_be_used_is_refused_before_anything_is_read(checks_setting, said) -> None:
     from traitlets.config import Config
 

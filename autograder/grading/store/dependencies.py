@@ -3,7 +3,7 @@
 A graded notebook's record carries its `Depends`: the grader's version (`GRADER_VERSION`, with Python's), the
 submitted file's digest, a digest of each of the notebook's source cells as the assignment holds them (test cells,
 locked and solution cells), the limits and other settings, the judging machinery every check shares, and a digest of
-each check that ran in it (`check_digest`). A later run regrades the notebook only when one of those differs now,
+each check that ran in it (`Digests.check`). A later run regrades the notebook only when one of those differs now,
 and says which (`moved`): a change to one check regrades the notebooks where that check ran, and no other.
 
 A check's digest is of what decides its verdicts: its declaration, the compiled code of its functions (cases, judge,
@@ -11,6 +11,8 @@ what ran, fits) and of every function, class and constant of the package they re
 and nested code, transitively: a helper in truth/ or a table of expressions counts for every check that reaches it),
 the tolerance it is judged with (`Tolerance.for_check`), and the digests of the checks it isolates its failures with.
 Bytecode, not text: a comment, a blank line or a moved function changes nothing; a docstring does (it is a constant).
+The shared judging code (`JUDGING`) is digested as the text of its files: any edit there regrades every notebook where
+a check ran.
 """
 
 from __future__ import annotations
@@ -76,7 +78,7 @@ class Digests:
         tolerance = self.tolerance.for_check(check.name)
         declared = {f.name: self._value(getattr(check, f.name)) for f in dataclasses.fields(check)}
         parts = {"declared": declared,
-                 "tolerance": {t: getattr(tolerance, t) for t in ("rtol", "atol", "forward_rtol")},
+                 "tolerance": tolerance.values(),
                  "isolated": {n: self.check(n) for n in (*check.isolate, *check.prerequisites)}}
         return _sha(json.dumps(parts, sort_keys=True, default=repr))
 
