@@ -30,6 +30,7 @@ from autograder.grading.store.resume import plan, settle
 from autograder.grading.types import CellResult, Code, Depends, Item, Reason, Record, Task, Verdict
 from autograder.settings import VERDICT_CHARS, Tolerance
 from autograder.truth import slips
+from autograder.truth.expressions import Expr
 
 # ---------------------------------------------------------------- the dependency record
 
@@ -63,6 +64,11 @@ def test_a_change_to_code_a_check_reaches_changes_that_checks_digest_and_no_othe
     # a helper behind functools.lru_cache is digested as the function it wraps (the cache is not)
     monkeypatch.setattr(slips, "_compiled", functools.lru_cache(maxsize=8)(lambda formula: compile(formula, "f", "eval")))
     assert {n for n in before if Digests(Tolerance()).check(n) != before[n]}
+    monkeypatch.undo()
+    # a method of the objects in a table the judges read (truth.expressions.Expr, through checks.common.EXPRESSIONS)
+    reference = Expr.reference
+    monkeypatch.setattr(Expr, "reference", lambda self, *args, **kw: reference(self, *args, **kw))
+    assert "tanh_backward" in {n for n in before if Digests(Tolerance()).check(n) != before[n]}
     monkeypatch.undo()
     tanh = checks.get("tanh_backward")
     monkeypatch.setitem(checks.BY_NAME, "tanh_backward", dataclasses.replace(tanh, points=2.0))

@@ -8,7 +8,8 @@ and says which (`moved`): a change to one check regrades the notebooks where tha
 
 A check's digest is of what decides its verdicts: its declaration, the compiled code of its functions (cases, judge,
 what ran, fits) and of every function, class and constant of the package they reach (through their globals, closures
-and nested code, transitively: a helper in truth/ or a table of expressions counts for every check that reaches it),
+and nested code, transitively: a helper in truth/ or a table of expressions counts for every check that reaches it;
+an object of the package counts by its class's code and, for a dataclass, its fields, never by state a run fills in),
 the tolerance it is judged with (`Tolerance.for_check`), and the digests of the checks it isolates its failures with.
 Bytecode, not text: a comment, a blank line or a moved function changes nothing; a docstring does (it is a constant).
 The shared judging code (`JUDGING`) is digested as the text of its files: any edit there regrades every notebook where
@@ -109,7 +110,9 @@ class Digests:
             return self._object(value)
         if isinstance(value, (bytes, bytearray)):
             return _sha(bytes(value))
-        return f"<{type(value).__module__}.{type(value).__qualname__}>"  # state no check's verdict reads
+        if type(value).__module__.startswith(PACKAGE):  # an object of the package: its class's code (its state, which
+            return ["instance", self._value(type(value))]  # may hold what a run computed, is not read)
+        return f"<{type(value).__module__}.{type(value).__qualname__}>"  # another library's object: by its type
 
     def _object(self, obj: Any) -> str:
         key = id(obj)
@@ -128,8 +131,8 @@ class Digests:
             return ["class", obj.__qualname__, [[k, self._value(v)] for k, v in vars(obj).items()
                                                 if isinstance(v, (types.FunctionType, property, staticmethod, classmethod,
                                                                   functools.cached_property)) or k.isupper()]]
-        if dataclasses.is_dataclass(obj):
-            return [type(obj).__qualname__, [[f.name, self._value(getattr(obj, f.name))] for f in dataclasses.fields(obj)]]
+        if dataclasses.is_dataclass(obj):  # its fields and its class's code (a method it is used through)
+            return [self._value(type(obj)), [[f.name, self._value(getattr(obj, f.name))] for f in dataclasses.fields(obj)]]
         if isinstance(obj, types.FunctionType):
             if not (obj.__module__ or "").startswith(PACKAGE):
                 return f"function {obj.__module__}.{obj.__qualname__}"
