@@ -89,6 +89,8 @@ SUBMISSION_ENTRIES = 10_000  # files and folders scanned per submission (a colle
 TIMESTAMP_BYTES = 4096  # of a submission's timestamp.txt read (nbgrader writes ~30 characters)
 SIMILARITY_CSV_BYTES = 1_000_000  # of the similarity command's CSV the class report reads (it lists the pairs that stand out)
 SIMILARITY_SHOWN = 20  # pairs that stand out listed in the class report (the similarity page shows them all)
+RECORD_DIGEST_CHARS = 16  # hex digits of SHA-256 a resume record keeps per dependency (a change is found by chance
+# 2**-64 short of certain; the record itself is authenticated): a notebook's record stays a few hundred bytes
 VERDICT_CHARS = 200  # of a check's verdict kept in a resume record and shown in the score-change report (learner text)
 
 # ---------------------------------------------------------------- fixed bounds: the channel (grading/grade/channel.py)

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import hashlib
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import __version__
+from ..settings import RECORD_DIGEST_CHARS
 
 if TYPE_CHECKING:
     from nbformat import NotebookNode
@@ -23,6 +25,12 @@ if TYPE_CHECKING:
 # worker, the reading of notebooks. A change to a check (its code, the code it reaches, its tolerance) or to the
 # judging every check shares needs no bump: each record keeps their digests (store/dependencies.py).
 GRADER_VERSION = f"{__version__}/grading-4"
+
+
+def short_digest(data: bytes | hashlib._Hash) -> str:
+    """The SHA-256 of `data` (or this hash's), shortened to what a resume record keeps of one dependency."""
+    h = data if not isinstance(data, bytes) else hashlib.sha256(data)
+    return h.hexdigest()[:RECORD_DIGEST_CHARS]
 
 
 def grader_version() -> str:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ...settings import Limits
-from ..types import Depends, Item, Task, grader_version
+from ..types import Depends, Item, Task, grader_version, short_digest
 from .assignment import AssignmentSpec
 from .course import Course
 from .submission import Refused, Submission
@@ -26,7 +26,7 @@ def submission_digest(path: Path) -> str:
         h.update(f"<refused: {exc}>".encode("utf-8", "surrogatepass"))
     except OSError:
         h.update(b"<missing>")
-    return h.hexdigest()
+    return short_digest(h)
 
 
 def settings_values(limits: Limits, unsafe_no_sandbox: bool = False, hints: str = "misconception") -> dict[str, Any]:
@@ -45,11 +45,11 @@ def settings_values(limits: Limits, unsafe_no_sandbox: bool = False, hints: str 
 def cell_digests(spec: AssignmentSpec, notebook: str) -> dict[str, str]:
     """A digest of each source cell of the notebook (its source, checksum and points); under "" one of the names of
     the other notebooks' cells (a cell moved between notebooks is named so)."""
-    cells = {c.name: hashlib.sha256(json.dumps([c.cell_type, c.source, c.checksum, c.locked, c.grade, c.solution,
-                                                c.points]).encode("utf-8", "surrogatepass")).hexdigest()
+    cells = {c.name: short_digest(json.dumps([c.cell_type, c.source, c.checksum, c.locked, c.grade, c.solution,
+                                              c.points]).encode("utf-8", "surrogatepass"))
              for c in spec.notebooks[notebook].cells.values()}
     others = sorted(f"{nb}/{name}" for nb, s in spec.notebooks.items() if nb != notebook for name in s.cells)
-    cells[""] = hashlib.sha256(json.dumps(others).encode("utf-8", "surrogatepass")).hexdigest()
+    cells[""] = short_digest(json.dumps(others).encode("utf-8", "surrogatepass"))
     return cells
 
 

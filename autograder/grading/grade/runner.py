@@ -330,7 +330,8 @@ def _converse(session: Session, nb: NotebookNode, plan: list[tuple[int, SourceCe
         t0 = time.perf_counter()
         verdict = judge_cell(observer, src.calls or (), tolerance, secret, shown, ran)
         if verdicts is not None:
-            verdicts[src.name] = [Verdict(r.name, r.status, first_line(r.message)) for r in verdict.results]
+            verdicts[src.name] = [Verdict(r.name, r.status, "" if r.passed else first_line(r.message))  # (a pass
+                                  for r in verdict.results]  # says its check's description: no need to keep it)
         if clock is not None:
             clock("judge (probes included)", time.perf_counter() - t0)
         misconceptions[:] = dict.fromkeys([*misconceptions, *(r.misconception for r in verdict.results if r.misconception)])

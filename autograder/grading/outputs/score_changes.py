@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ...checks.base import PASSED
 from ...lines import one_line
 from ...settings import VERDICT_CHARS
 from ..store.files import atomic_write
@@ -34,7 +35,7 @@ class Change:
     new: float | None
     max_points: float
     check: str  # the check whose verdict changed ("" when no verdict says: the cell was run as code, or stopped)
-    sentence: str  # what that check said now (or, when it no longer ran, before)
+    sentence: str  # what that check said now ("passes"), or when it no longer ran, before
 
 
 @dataclass
@@ -83,8 +84,9 @@ def of_round(records: Mapping[str, Record], assignment: str, fresh: bool = False
                 continue
             verdict = changed_verdict(before, after)
             fallback = record.reasons[0].text if record.reasons else ""
+            said = (verdict.sentence or ("passes" if verdict.status == PASSED else "")) if verdict else fallback
             out.changes.append(Change(student, notebook, name, before.points, after.points, after.max_points,
-                                      verdict.check if verdict else "", _bounded(verdict.sentence if verdict else fallback)))
+                                      verdict.check if verdict else "", _bounded(said)))
     return out
 
 

@@ -30,7 +30,7 @@ from typing import Any
 from ... import checks as catalog
 from ...checks.base import Check
 from ...settings import Tolerance
-from ..types import Depends
+from ..types import Depends, short_digest
 
 PACKAGE = "autograder"
 # The judging every check shares, whatever it declares: how cases are judged and blamed, the sentences, and the probes
@@ -63,7 +63,7 @@ class Digests:
                 path = root / part
                 for file in sorted(path.rglob("*.py")) if path.is_dir() else [path]:
                     h.update(f"{file.relative_to(root)}\0".encode() + file.read_bytes() + b"\0")
-            self._judging = h.hexdigest()
+            self._judging = short_digest(h)
         return self._judging
 
     def check(self, name: str) -> str:
@@ -81,7 +81,7 @@ class Digests:
         parts = {"declared": declared,
                  "tolerance": tolerance.values(),
                  "isolated": {n: self.check(n) for n in (*check.isolate, *check.prerequisites)}}
-        return _sha(json.dumps(parts, sort_keys=True, default=repr))
+        return short_digest(json.dumps(parts, sort_keys=True, default=repr).encode())
 
     def _value(self, value: Any) -> Any:
         """A JSON-able stand-in for a value a check reaches: its code's digest for code, the value itself for data."""
