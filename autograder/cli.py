@@ -52,6 +52,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also write the summary as CSV (default FILE: <course>/<assignment>-summary.csv)")
     g.add_argument("--config", help="the course's nbgrader_config.py (default: $AUTOGRADER_CONFIG, else ./nbgrader_config.py)")
     g.add_argument("--no-progress", action="store_true", help="no progress bar")
+    g.add_argument("--dry-run", action="store_true",
+                   help="list the notebooks that would be graded and why (one line per reason), and write nothing")
     g.add_argument("--cluster", metavar="ADDRESS",
                    help="grade on a Dask cluster: its scheduler's address (tcp://host:8786), its scheduler file, or "
                         "module:Class configured by Dask's config (dask_jobqueue:SLURMCluster; --jobs then sets the workers)")
@@ -159,7 +161,8 @@ def grade_command(args: argparse.Namespace) -> int:
         raise UsageError(f"cannot read the config file: {type(exc).__name__}: {exc}") from None
     options = batch.Options(args.assignment, config, args.course, args.students, args.jobs, args.force, args.csv_path,
                             progress=not args.no_progress, unsafe_no_sandbox=args.unsafe_no_sandbox, cluster=args.cluster,
-                            looked_at=looked_at(config_path, args.config))
+                            looked_at=looked_at(config_path, args.config), dry_run=args.dry_run,
+                            tell=lambda line: print(line, flush=True))
     gc.freeze()  # nbgrader, SQLAlchemy and the catalogue live as long as the batch: its collections need not walk them
     try:
         batch.run(options)  # (what it made of the rows to show and the files it wrote: options.shown, options.written)
@@ -167,6 +170,8 @@ def grade_command(args: argparse.Namespace) -> int:
         gc.unfreeze()
     for text in options.shown:
         print(text)
+    if args.dry_run:
+        return 0
     if args.cluster is None:  # (a cluster's workers run their own sandboxes)
         from .grading.grade.sandbox.client import MODE
 

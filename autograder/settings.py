@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from traitlets import Enum, Float, Int, List, Unicode
+from traitlets import Dict, Enum, Float, Int, List, Unicode
 from traitlets.config import Config, Configurable
 from traitlets.config.loader import PyFileConfigLoader
 
@@ -25,6 +25,24 @@ class Tolerance(Configurable):
     rtol = Float(1e-5, help="Relative tolerance of a gradient.").tag(config=True)
     atol = Float(1e-6, help="Absolute tolerance of a gradient, scaled by max(1, |f|).").tag(config=True)
     forward_rtol = Float(1e-9, help="Relative tolerance of a forward value.").tag(config=True)
+    checks = Dict(value_trait=Dict(value_trait=Float()), default_value={}, help=(
+        "Tolerances of single checks, by check name, over the three above: {'tanh_backward': {'rtol': 1e-4}}. "
+        "A regrade after a change here touches only the notebooks where those checks ran.")).tag(config=True)
+
+    def values(self) -> dict[str, float]:
+        """Each tolerance by name (every Float trait: `checks` is not one)."""
+        return {name: getattr(self, name) for name, trait in self.traits(config=True).items() if isinstance(trait, Float)}
+
+    def for_check(self, name: str) -> Tolerance:
+        """The tolerance check `name` is judged with: this one, with the check's own values from `checks` over it."""
+        own = self.checks.get(name)
+        if not own:
+            return self
+        values = self.values()
+        unknown = set(own) - set(values)
+        if unknown:
+            raise ValueError(f"Tolerance.checks[{name!r}] sets {', '.join(sorted(unknown))}: only {', '.join(values)}")
+        return Tolerance(**{**values, **{k: float(v) for k, v in own.items()}})
 
 
 class Limits(Configurable):
@@ -69,6 +87,11 @@ STANDIN_CHARS = 2_000  # characters of a cell or output shown as plain text when
 LARGEST_IMAGE = 100_000  # pixels: an image's width or height from its metadata, at most
 SUBMISSION_ENTRIES = 10_000  # files and folders scanned per submission (a collected folder holds a handful)
 TIMESTAMP_BYTES = 4096  # of a submission's timestamp.txt read (nbgrader writes ~30 characters)
+SIMILARITY_CSV_BYTES = 1_000_000  # of the similarity command's CSV the class report reads (it lists the pairs that stand out)
+SIMILARITY_SHOWN = 20  # pairs that stand out listed in the class report (the similarity page shows them all)
+RECORD_DIGEST_CHARS = 16  # hex digits of SHA-256 a resume record keeps per dependency (a change is found by chance
+# 2**-64 short of certain; the record itself is authenticated): a notebook's record stays a few hundred bytes
+VERDICT_CHARS = 200  # of a check's verdict kept in a resume record and shown in the score-change report (learner text)
 
 # ---------------------------------------------------------------- fixed bounds: the channel (grading/grade/channel.py)
 # What one notebook's worker may send. The output cap itself is Limits.output_bytes (per cell); RESERVE is the room

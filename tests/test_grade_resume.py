@@ -142,7 +142,7 @@ def test_an_edited_state_file_cannot_make_the_summary_or_csv_lie(course):
     forged_hash = f"{support.ASSIGNMENT}/no_seed/{support.NOTEBOOK}"
     support.submit(course, "no_seed", support.submission(course, ["derivatives", "engine"], []))  # now correct: a new hash
     records[forged_score]["score"] = 7.0  # full marks for a submission that earned 4
-    records[forged_hash]["fingerprint"] = fingerprint_now(course, "no_seed")  # "unchanged": skip the regrade
+    records[forged_hash]["depends"]["submission"] = submission_now(course, "no_seed")  # "unchanged": skip the regrade
     records[forged_hash]["score"] = 0.0
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))  # the records edited in place, MACs kept
     rerun = support.grade_ours(course, "--csv", str(course / "summary.csv"))
@@ -155,18 +155,11 @@ def test_an_edited_state_file_cannot_make_the_summary_or_csv_lie(course):
     assert rerun.stdout.count("skipped (unchanged)") == len(STUDENTS) - 2
 
 
-def fingerprint_now(course, student):
-    """The fingerprint the grader computes for a student's current submission (what a forger would write)."""
-    from nbgrader.coursedir import CourseDirectory
+def submission_now(course, student):
+    """The digest the grader computes of a student's current submission (what a forger would write)."""
+    from autograder.grading.discover.fingerprint import submission_digest
 
-    from autograder.grading.discover.assignment import load_assignment
-    from autograder.grading.discover.fingerprint import fingerprint, settings_text
-    from autograder.settings import Limits, Tolerance, load_config
-
-    config = load_config(course / "nbgrader_config.py")
-    spec = load_assignment(CourseDirectory(config=config).db_url, support.ASSIGNMENT)
-    path = course / "submitted" / student / support.ASSIGNMENT / f"{support.NOTEBOOK}.ipynb"
-    return fingerprint(path, spec, settings_text(Limits(config=config), Tolerance(config=config), False))
+    return submission_digest(course / "submitted" / student / support.ASSIGNMENT / f"{support.NOTEBOOK}.ipynb")
 
 
 def test_the_lock_goes_to_one_grader_at_a_time_even_while_its_file_is_removed(tmp_path):

@@ -24,7 +24,7 @@ from traitlets.config.loader import PyFileConfigLoader
 
 from autograder.grading import batch
 from autograder.grading.discover.assignment import NotebookSpec
-from autograder.grading.discover.fingerprint import fingerprint
+from autograder.grading.discover.fingerprint import submission_digest
 from autograder.grading.discover.submission import Refused, Submission
 from autograder.grading.feedback import safe_html
 from autograder.grading.feedback.hidden_tests import HIDDEN_NOTE, replace_hidden
@@ -137,9 +137,8 @@ def test_a_fifo_notebook_is_fingerprinted_and_refused_without_blocking(tmp_path:
     folder = _submission(tmp_path)
     (folder / "02_values.ipynb").unlink()
     os.mkfifo(folder / "02_values.ipynb")
-    spec = type("Spec", (), {"fingerprint": "s"})()
-    fp = _within(5, fingerprint, folder / "02_values.ipynb", spec, "{}")
-    assert fp == fingerprint(folder / "02_values.ipynb", spec, "{}")
+    fp = _within(5, submission_digest, folder / "02_values.ipynb")
+    assert fp == submission_digest(folder / "02_values.ipynb")
     with pytest.raises(Refused, match="FIFO"):
         notebook_bytes(Submission.scan(folder), "02_values", 2**20)
 

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from autograder.grading.feedback import page_policy, safe_html
 from autograder.grading.feedback.page_policy import POLICY
-from autograder.grading.outputs import class_report
+from autograder.grading.outputs import class_report, score_changes
 
 ROOT = Path(__file__).resolve().parent.parent
 CANARY = "http://127.0.0.1:9"  # the discard port: a test here never opens the page, it reads it
@@ -312,10 +312,13 @@ class _Row:
 
 def test_the_class_report_carries_the_policy_and_escapes_every_name(tmp_path: Path) -> None:
     rows = [_Row(f'<img src="{CANARY}/x" onerror=alert(1)>', "02_<svg onload=alert(1)>", 1, 5, ["add.wrong_op"], True)]
-    class_report.write(class_report.page_path(tmp_path, "workbook"), "workbook", rows)
+    hostile = f'<img src="{CANARY}/y" onerror=alert(1)>'  # a verdict quotes learner text: the score-change section
+    changes = score_changes.ScoreChanges(1, [score_changes.Change(rows[0].student, rows[0].notebook, hostile, 3.0, 0.0,
+                                                                  3.0, hostile, hostile)], 1)
+    class_report.write(class_report.page_path(tmp_path, "workbook"), "workbook", rows, [score_changes.section(changes)])
     written = class_report.page_path(tmp_path, "workbook").read_text()
     page = Elements(written)
-    assert page_policy_of(page) == POLICY
+    assert page_policy_of(page) == POLICY and "score-changes" in written
     assert not page.of("img") and all(not k.startswith("on") for _, a in page.tags for k in a)
 
 

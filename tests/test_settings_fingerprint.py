@@ -1,35 +1,50 @@
-"""The settings a grade depends on are read from the traits themselves: every configurable trait of `Limits` and
-`Tolerance` changes a notebook's fingerprint (a new one too, with no list to keep), and the text of the defaults is
-the one earlier versions wrote, so an upgrade regrades nothing by itself."""
+"""The settings a grade depends on are read from the traits themselves: every configurable trait of `Limits` is a
+setting of each notebook's dependency record (a new one too, with no list to keep), and every tolerance trait is part
+of the digest of each check it judges, and of that check alone when set for one check (`Tolerance.checks`)."""
 
 from __future__ import annotations
 
 import pytest
 from traitlets import Float
 
-from autograder.grading.discover.fingerprint import settings_text
+from autograder import checks
+from autograder.grading.discover.fingerprint import settings_values
+from autograder.grading.store.dependencies import Digests
 from autograder.settings import Limits, Tolerance
 
-DEFAULTS_BEFORE = ('{"limits": [10.0, 60.0, 300.0, 2048, 1000000, 20, 5000000, 10000, 30.0, 30.0, 2048], '
-                   '"tolerance": [1e-05, 1e-06, 1e-09]}')
+
+@pytest.mark.parametrize("name", Limits.class_trait_names(config=True))
+def test_every_configurable_limit_is_a_setting_of_the_record(name: str) -> None:
+    limits = Limits()
+    before = settings_values(limits)
+    setattr(limits, name, getattr(limits, name) * 2)
+    assert settings_values(limits) != before and settings_values(limits)[f"Limits.{name}"] == getattr(limits, name)
 
 
-@pytest.mark.parametrize("settings, name", [*((Limits, n) for n in Limits.class_trait_names(config=True)),
-                                            *((Tolerance, n) for n in Tolerance.class_trait_names(config=True))])
-def test_every_configurable_trait_changes_the_fingerprint(settings: type, name: str) -> None:
-    limits, tolerance = Limits(), Tolerance()
-    target = limits if settings is Limits else tolerance
-    before = settings_text(limits, tolerance)
-    setattr(target, name, getattr(target, name) * 2)
-    assert settings_text(limits, tolerance) != before
-
-
-def test_a_trait_added_to_limits_counts_and_leaves_the_text_of_the_others_as_it_was() -> None:
+def test_a_trait_added_to_limits_counts_with_no_other_edit() -> None:
     class Declared(Limits):
         extra_seconds = Float(3.0, help="a new limit").tag(config=True)
 
-    assert settings_text(Declared(), Tolerance()) == DEFAULTS_BEFORE.replace("2048], ", "2048, 3.0], ")
+    assert settings_values(Declared()) == {**settings_values(Limits()), "Limits.extra_seconds": 3.0}
 
 
-def test_the_defaults_text_is_the_one_earlier_versions_wrote() -> None:
-    assert settings_text(Limits(), Tolerance()) == DEFAULTS_BEFORE
+@pytest.mark.parametrize("name", ["rtol", "atol", "forward_rtol"])
+def test_every_tolerance_changes_the_digest_of_every_check(name: str) -> None:
+    before = Digests(Tolerance())
+    after = Digests(Tolerance(**{name: getattr(Tolerance(), name) * 2}))
+    assert all(before.check(c.name) != after.check(c.name) for c in checks.CHECKS)
+
+
+def test_one_checks_tolerance_changes_that_checks_digest_alone_and_is_what_it_is_judged_with() -> None:
+    tolerance = Tolerance(checks={"tanh_backward": {"rtol": 1e-3}})
+    before, after = Digests(Tolerance()), Digests(tolerance)
+    assert [c.name for c in checks.CHECKS if before.check(c.name) != after.check(c.name)] == ["tanh_backward"]
+    assert tolerance.for_check("tanh_backward").rtol == 1e-3 and tolerance.for_check("tanh_backward").atol == tolerance.atol
+    assert tolerance.for_check("exp_backward") is tolerance
+    with pytest.raises(ValueError, match="only atol, forward_rtol, rtol"):
+        Tolerance(checks={"tanh_backward": {"rtool": 1e-3}}).for_check("tanh_backward")
+
+
+def test_the_hint_level_is_a_setting_only_when_it_is_not_the_default() -> None:
+    assert settings_values(Limits()) == settings_values(Limits(), hints="misconception")
+    assert settings_values(Limits(), hints="solution")["Hints.level"] == "solution"

@@ -99,6 +99,7 @@ def judge_one(check: Check, hidden: bool, tolerance: Tolerance, prober: Prober,
 def _judge(check: Check, hidden: bool, tolerance: Tolerance, prober: Prober,
            secret: bytes | str | None) -> tuple[CheckResult, bool]:
     """The result, and whether it is final as it is: passed, a target not defined, or a stub of its own raising."""
+    tolerance = tolerance.for_check(check.name)  # the check's own tolerance (settings.Tolerance.checks), if set
     absent = prober.missing(check.name)
     if absent:
         return _result(check, NOT_IMPLEMENTED, msg.NOT_DEFINED.format(targets=", ".join(absent))), True

@@ -7,17 +7,57 @@ A status or a reason's kind is an enum member, never text to search: the texts a
 
 from __future__ import annotations
 
+import dataclasses
 import enum
+import hashlib
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import __version__
+from ..settings import RECORD_DIGEST_CHARS
 
 if TYPE_CHECKING:
     from nbformat import NotebookNode
 
-GRADER_VERSION = f"{__version__}/grading-4"  # bump when a change to the grader may change a grade
+# Bump when a change to the grading machinery may change a grade: the runner, sanitising, scoring, the sandbox and
+# worker, the reading of notebooks. A change to a check (its code, the code it reaches, its tolerance) or to the
+# judging every check shares needs no bump: each record keeps their digests (store/dependencies.py).
+GRADER_VERSION = f"{__version__}/grading-4"
+
+
+def short_digest(data: bytes | hashlib._Hash) -> str:
+    """The SHA-256 of `data` (or this hash's), shortened to what a resume record keeps of one dependency."""
+    h = data if not isinstance(data, bytes) else hashlib.sha256(data)
+    return h.hexdigest()[:RECORD_DIGEST_CHARS]
+
+
+def grader_version() -> str:
+    """The grader's version as a record keeps it: GRADER_VERSION, and the Python that compiled the checks."""
+    return f"{GRADER_VERSION} python {sys.version_info.major}.{sys.version_info.minor}"
+
+
+@dataclass
+class Depends:
+    """What one notebook's grade depended on, each part as a digest or a value; `checks` is filled once it ran."""
+
+    grader: str  # GRADER_VERSION and Python's version: the grading machinery no other part covers
+    submission: str  # the submitted file's digest
+    cells: dict[str, str]  # source cell -> digest (the key "" : the names of the assignment's other notebooks' cells)
+    settings: dict[str, Any]  # "Limits.cell_timeout" -> value, and the other settings of a grade or its feedback
+    judging: str = ""  # the shared judging code's digest, when a check ran
+    checks: dict[str, str] = field(default_factory=dict)  # check -> digest, for every check that ran
+
+    def to_json(self) -> dict[str, Any]:
+        """As JSON values."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Any) -> Depends:
+        """From JSON values (KeyError, TypeError or ValueError when they are not a record of this version)."""
+        return cls(str(data["grader"]), str(data["submission"]), {str(k): str(v) for k, v in data["cells"].items()},
+                   dict(data["settings"]), str(data["judging"]), {str(k): str(v) for k, v in data["checks"].items()})
 
 
 class GradingError(Exception):
@@ -79,6 +119,7 @@ class Task:
 
     item: Item
     fingerprint: str
+    depends: Depends | None = None  # what its grade depends on, but the checks (known once it ran)
 
 
 @dataclass
@@ -105,6 +146,8 @@ class Graded:
     cause: Code | None = None  # set when it was not graded for a reason of its own (UNREADABLE, GRADER_ERROR)
     data: bytes | None = None  # the autograded notebook file, made safe and serialised where it was graded
     digest: str | None = None  # its SHA-256
+    checks: list[str] = field(default_factory=list)  # the checks that ran (judged, or started when the worker stopped)
+    verdicts: dict[str, list[Verdict]] = field(default_factory=dict)  # grade_id -> each check's verdict, in order
 
     @property
     def score(self) -> float:
@@ -158,6 +201,49 @@ class Row:
             self.reasons.append(Reason(code, text))
 
 
+@dataclass(frozen=True)
+class Verdict:
+    """One check's verdict in a grade cell, as a record keeps it: its status and the first line of what it said."""
+
+    check: str
+    status: str
+    sentence: str
+
+    def to_json(self) -> list[str]:
+        """As JSON values."""
+        return [self.check, self.status, self.sentence]
+
+
+@dataclass
+class CellResult:
+    """One grade cell of a graded notebook, as its record keeps it: its points and its checks' verdicts."""
+
+    points: float | None
+    max_points: float
+    verdicts: list[Verdict] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        """As JSON values."""
+        return {"points": self.points, "max": self.max_points, "verdicts": [v.to_json() for v in self.verdicts]}
+
+    @classmethod
+    def from_json(cls, data: Any) -> CellResult:
+        """From JSON values (KeyError, TypeError or ValueError when they are not one)."""
+        points = data["points"]
+        return cls(None if points is None else float(points), float(data["max"]),
+                   [Verdict(str(c), str(s), str(t)) for c, s, t in data["verdicts"]])
+
+
+def cells_json(cells: dict[str, CellResult] | None) -> dict[str, Any] | None:
+    """Grade cells as JSON values (None stays None)."""
+    return None if cells is None else {name: cell.to_json() for name, cell in cells.items()}
+
+
+def cells_from_json(data: Any) -> dict[str, CellResult] | None:
+    """Grade cells from JSON values (None stays None)."""
+    return None if data is None else {str(name): CellResult.from_json(cell) for name, cell in data.items()}
+
+
 @dataclass
 class Record:
     """A notebook's entry in the resume journal: what it was graded from, and the row it gave."""
@@ -170,12 +256,21 @@ class Record:
     misconceptions: list[str]
     attempted: bool
     autograded_sha256: str | None  # the autograded notebook this grader wrote (None: none was written)
+    depends: Depends | None = None  # what its grade depended on (None: a record of an earlier version, regraded)
+    cells: dict[str, CellResult] = field(default_factory=dict)  # grade_id -> its points and verdicts
+    # A regrade's score changes: the grade cells as they were when the regrade (its `round`) began, kept until the
+    # round's report is written (`settled`) and shown until the next round begins (outputs/score_changes.py)
+    before: dict[str, CellResult] | None = None
+    round: int = 0
+    settled: bool = True
 
     def to_json(self) -> dict[str, Any]:
         """The record as JSON values."""
         return {"fingerprint": self.fingerprint, "score": self.score, "max_score": self.max_score, "flags": self.flags,
                 "reasons": [[r.code.value, r.text] for r in self.reasons], "misconceptions": self.misconceptions,
-                "attempted": self.attempted, "autograded_sha256": self.autograded_sha256}
+                "attempted": self.attempted, "autograded_sha256": self.autograded_sha256,
+                "depends": None if self.depends is None else self.depends.to_json(), "cells": cells_json(self.cells),
+                "before": cells_json(self.before), "round": self.round, "settled": self.settled}
 
     @classmethod
     def from_json(cls, data: Any) -> Record | None:
@@ -186,7 +281,12 @@ class Record:
             record = cls(str(data["fingerprint"]), float(data["score"]), float(data["max_score"]),
                          [str(f) for f in data["flags"]], reasons, [str(m) for m in data["misconceptions"]][:100],
                          data["attempted"] is True, None if digest is None else str(digest))
-        except (KeyError, TypeError, ValueError):
+            if data.get("depends") is not None:
+                record.depends = Depends.from_json(data["depends"])
+                record.cells = cells_from_json(data["cells"]) or {}
+                record.before = cells_from_json(data["before"])
+                record.round, record.settled = int(data["round"]), data["settled"] is True
+        except (KeyError, TypeError, ValueError, AttributeError):
             return None
         return record
 

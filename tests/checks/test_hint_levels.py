@@ -123,13 +123,13 @@ def test_a_level_that_does_not_exist_is_refused():
 
 
 def test_the_batch_graders_shared_settings_carry_the_level_to_its_workers_and_its_fingerprint():
-    from autograder.grading.discover.fingerprint import settings_text
+    from autograder.grading.discover.fingerprint import settings_values
     from autograder.grading.grade.pipeline import Shared
 
     shared = Shared({}, Limits(), Tolerance(), None, None, "solution")
     assert pickle.loads(pickle.dumps(shared)).hints == "solution"
-    assert settings_text(Limits(), Tolerance()) == settings_text(Limits(), Tolerance(), hints="misconception")
-    assert settings_text(Limits(), Tolerance(), hints="solution") != settings_text(Limits(), Tolerance())
+    assert settings_values(Limits()) == settings_values(Limits(), hints="misconception")
+    assert settings_values(Limits(), hints="solution") != settings_values(Limits())
 
 
 # ---------------------------------------------------------------- a learner's kernel: notebook metadata, course config

@@ -52,6 +52,9 @@ class Course:
     def autograded(self, student: str, assignment: str) -> Path:
         return Path(self.coursedir.format_path(self.coursedir.autograded_directory, student, assignment))
 
+    def feedback(self, student: str, assignment: str) -> Path:
+        return Path(self.coursedir.format_path(self.coursedir.feedback_directory, student, assignment))
+
     def release(self, assignment: str) -> Path:
         return Path(self.coursedir.format_path(self.coursedir.release_directory, ".", assignment))
 

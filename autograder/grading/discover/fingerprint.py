@@ -1,65 +1,68 @@
-"""A notebook's fingerprint: what its grade depends on (the submitted file, the assignment's source, the grader's
-version and every setting that can change a grade), as one digest the resume journal keeps with its record."""
+"""What a notebook's grade depends on that is known before it runs: the submitted file, the assignment's source cells,
+the grader's version and the settings (`store.dependencies.Depends`; the checks that ran are added once it ran)."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 from pathlib import Path
+from typing import Any
 
-from traitlets import TraitType
-from traitlets.config import Configurable
-
-from ...settings import Hints, Limits, Tolerance
-from ..types import GRADER_VERSION, Item, Task
+from ...settings import Limits
+from ..types import Depends, Item, Task, grader_version, short_digest
 from .assignment import AssignmentSpec
 from .course import Course
 from .submission import Refused, Submission
 
 
-def trait_values(settings: Configurable) -> list[object]:
-    """The value of every configurable trait of a settings object, in the order its classes declare them (a trait
-    added later, or by a subclass, comes last: the text of the settings declared before it stays as it was)."""
-    declared: list[str] = []
-    for klass in reversed(type(settings).__mro__):
-        declared += [name for name, trait in vars(klass).items()
-                     if isinstance(trait, TraitType) and trait.metadata.get("config") and name not in declared]
-    return [getattr(settings, name) for name in declared]
-
-
-def settings_text(limits: Limits, tolerance: Tolerance, unsafe_no_sandbox: bool = False,
-                  hints: str = Hints.level.default_value) -> str:
-    """The grading settings that can change a grade (or, the hint level, its feedback), as stable text for the
-    fingerprint: every configurable trait of `Limits` and `Tolerance`, so a new one counts with no other edit."""
-    values: dict[str, list[object]] = {"limits": trait_values(limits), "tolerance": trait_values(tolerance)}
-    if unsafe_no_sandbox:  # a grade earned outside the sandbox is regraded once the sandbox is back
-        values["unsafe_no_sandbox"] = [True]
-    if hints != Hints.level.default_value:  # feedback written at another level is written again (the default's
-        values["hints"] = [hints]  # fingerprint is the one it always was)
-    return json.dumps(values, sort_keys=True)
-
-
-def fingerprint(path: Path, spec: AssignmentSpec, settings: str) -> str:
-    """Changes whenever the submitted file, the assignment's source, the grader or its settings change."""
+def submission_digest(path: Path) -> str:
+    """The submitted file's SHA-256 (read through `Submission`: never a link, FIFO or device; those are refused)."""
     h = hashlib.sha256()
     try:
-        with Submission.scan(path.parent).open(path.name) as f:  # never a link, FIFO or device: it is refused
+        with Submission.scan(path.parent).open(path.name) as f:
             for chunk in iter(lambda: f.read(1 << 20), b""):
                 h.update(chunk)
     except Refused as exc:
         h.update(f"<refused: {exc}>".encode("utf-8", "surrogatepass"))
     except OSError:
         h.update(b"<missing>")
-    h.update(f"\0{spec.fingerprint}\0{GRADER_VERSION}\0{settings}".encode())
-    return h.hexdigest()
+    return short_digest(h)
 
 
-def tasks(course: Course, spec: AssignmentSpec, students: list[str], settings: str) -> list[Task]:
-    """Every notebook of the students' submissions, with its fingerprint: what there is to grade."""
+def settings_values(limits: Limits, unsafe_no_sandbox: bool = False, hints: str = "misconception") -> dict[str, Any]:
+    """Every setting a notebook's grade (or its feedback) depends on but the tolerance (a check's own): each trait of
+    `Limits` by name, so a new trait counts with no other edit; whether it was graded outside the sandbox; the hint
+    level when it is not the default."""
+    values: dict[str, Any] = {f"Limits.{name}": getattr(limits, name)
+                              for name in sorted(limits.trait_names(config=True))}
+    if unsafe_no_sandbox:  # a grade earned outside the sandbox is regraded once the sandbox is back
+        values["unsafe_no_sandbox"] = True
+    if hints != "misconception":
+        values["Hints.level"] = hints
+    return values
+
+
+def cell_digests(spec: AssignmentSpec, notebook: str) -> dict[str, str]:
+    """A digest of each source cell of the notebook (its source, checksum and points); under "" one of the names of
+    the other notebooks' cells (a cell moved between notebooks is named so)."""
+    cells = {c.name: short_digest(json.dumps([c.cell_type, c.source, c.checksum, c.locked, c.grade, c.solution,
+                                              c.points]).encode("utf-8", "surrogatepass"))
+             for c in spec.notebooks[notebook].cells.values()}
+    others = sorted(f"{nb}/{name}" for nb, s in spec.notebooks.items() if nb != notebook for name in s.cells)
+    cells[""] = short_digest(json.dumps(others).encode("utf-8", "surrogatepass"))
+    return cells
+
+
+def tasks(course: Course, spec: AssignmentSpec, students: list[str], settings: dict[str, object]) -> list[Task]:
+    """Every notebook of the students' submissions, with what its grade depends on: what there is to grade."""
     found = []
+    grader = grader_version()
+    cells = {name: cell_digests(spec, name) for name in spec.notebooks}
     for student in students:
         folder = course.submitted(student, spec.name)
         for name in spec.notebooks:
             item = Item(student, name, folder / f"{name}.ipynb")
-            found.append(Task(item, fingerprint(item.path, spec, settings)))
+            depends = Depends(grader, submission_digest(item.path), cells[name], settings)
+            fingerprint = hashlib.sha256(json.dumps(depends.to_json(), sort_keys=True, default=repr).encode()).hexdigest()
+            found.append(Task(item, fingerprint, depends))
     return found

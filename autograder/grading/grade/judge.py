@@ -101,13 +101,15 @@ def tabulated(observer: Observer, check: Any, tolerance: Tolerance, hidden: bool
 
 
 def judge_cell(observer: Observer, calls: Sequence[CheckCall], tolerance: Tolerance, secret: bytes | None,
-               shown: notebook.Shown | None = None) -> CellVerdict:
+               shown: notebook.Shown | None = None, ran: list[str] | None = None) -> CellVerdict:
     """Every `check(...)` call of a grade cell, as `run_checks` would run them in a kernel, judged here.
 
     A visible check that passes is also tried on its inputs moved by a random 0.05-0.2% when the cell has no hidden run of it
     (it then scores 0 if that fails), or when its hidden run fails; a hidden run that passes is tried on one of
     its cases moved by a random amount (it scores 0 if that fails). Failing a nudge is flagged. `shown` (one per
-    notebook) makes a diagnosis already shown in full in an earlier cell say so in one line, as in a kernel.
+    notebook) makes a diagnosis already shown in full in an earlier cell say so in one line, as in a kernel. `ran`
+    is told each check as it starts (a worker that stops during a check leaves it there too): what the grade
+    depended on, for its resume record.
     """
     hidden_names = {n for call in calls if call.hidden for n in call.names}
     visible_passed: set[str] = set()
@@ -115,6 +117,8 @@ def judge_cell(observer: Observer, calls: Sequence[CheckCall], tolerance: Tolera
     results: list[CheckResult] = []
     flags: list[str] = []
     for call in calls:
+        if ran is not None:
+            ran.extend(n for n in call.names if n not in ran)
         judged = []
         for name, result in zip(call.names, judge_all(observer, [catalog.get(n) for n in call.names], call.hidden,
                                                        tolerance, secret)):

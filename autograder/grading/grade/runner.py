@@ -14,11 +14,12 @@ from nbformat import NotebookNode, from_dict
 from nbgrader import utils as nbutils
 
 from ... import notebook
-from ...settings import EXIT_STATUS_TIMEOUT, GRACE, MAX_AUDITS, REQUEST_TIMEOUT, RESERVE, Limits, Tolerance
+from ...lines import one_line
+from ...settings import EXIT_STATUS_TIMEOUT, GRACE, MAX_AUDITS, REQUEST_TIMEOUT, RESERVE, VERDICT_CHARS, Limits, Tolerance
 from ..discover.assignment import NotebookSpec, SourceCell
 from ..feedback.hidden_tests import redact_hidden_tests
 from ..feedback.safe_html import escape_markdown
-from ..types import Graded
+from ..types import Graded, Verdict
 from . import channel
 from .bounded import written_size
 from .channel import Violation
@@ -190,6 +191,13 @@ def note_errors(cell: NotebookNode, where: str, solution: bool, limits: Limits, 
             notes.append(f"{where} raised {ename}")
 
 
+def first_line(message: str) -> str:
+    """A verdict's first non-empty line, one line and bounded: what a record and the score-change report keep."""
+    line = next((ln for ln in str(message).splitlines() if ln.strip()), "")
+    line = one_line(line)
+    return line if len(line) <= VERDICT_CHARS else line[: VERDICT_CHARS - 1] + "…"
+
+
 def annotate(nb: NotebookNode, flags: list[str], notes: list[str]) -> None:
     """A first cell telling the learner (and the instructor, in the feedback) what the grader flagged and noticed."""
     if not flags and not notes:
@@ -230,6 +238,8 @@ def execute(sanitized: Sanitized, spec: NotebookSpec, limits: Limits, tolerance:
     payload = [{"kind": "checks"} if src else {"kind": "code", "source": nb.cells[i].source} for i, src in plan]
     reason = ""
     misconceptions: list[str] = []
+    ran: list[str] = []
+    verdicts: dict[str, list[Verdict]] = {}
     if MODE.unsafe:
         notes.append(UNSANDBOXED)
     try:
@@ -239,7 +249,7 @@ def execute(sanitized: Sanitized, spec: NotebookSpec, limits: Limits, tolerance:
         if clock is not None:
             clock("worker start", time.perf_counter() - t0)
         try:
-            _converse(session, nb, plan, limits, tolerance, secret, flags, notes, misconceptions, clock)
+            _converse(session, nb, plan, limits, tolerance, secret, flags, notes, misconceptions, clock, ran, verdicts)
         except Stopped as exc:
             reason = str(exc)
             if isinstance(exc, Tampered):
@@ -260,6 +270,7 @@ def execute(sanitized: Sanitized, spec: NotebookSpec, limits: Limits, tolerance:
     graded = score(nb, spec, flags, reason)
     graded.notes = notes
     graded.misconceptions = misconceptions
+    graded.checks, graded.verdicts = ran, verdicts
     annotate(nb, flags, notes)
     return graded
 
@@ -280,8 +291,10 @@ def _stop_rest(nb: NotebookNode, plan: list[tuple[int, SourceCell | None]], reas
 
 def _converse(session: Session, nb: NotebookNode, plan: list[tuple[int, SourceCell | None]], limits: Limits,
               tolerance: Tolerance, secret: bytes | None, flags: list[str], notes: list[str],
-              misconceptions: list[str], clock: Callable[[str, float], None] | None = None) -> None:
-    """Drive the worker through the plan: outputs of code cells, judged checks of grade cells, then done."""
+              misconceptions: list[str], clock: Callable[[str, float], None] | None = None,
+              ran: list[str] | None = None, verdicts: dict[str, list[Verdict]] | None = None) -> None:
+    """Drive the worker through the plan: outputs of code cells, judged checks of grade cells, then done; `ran` is
+    told each check that starts, `verdicts` each grade cell's verdicts."""
     observer = WorkerObserver(session)
     shown = notebook.Shown()  # each diagnosis in full once per notebook, as the learner's kernel shows it
     count = output_bytes = 0
@@ -315,7 +328,10 @@ def _converse(session: Session, nb: NotebookNode, plan: list[tuple[int, SourceCe
                 raise Tampered(f"{session.where} replaced {', '.join(msg.tampered)}")
             continue
         t0 = time.perf_counter()
-        verdict = judge_cell(observer, src.calls or (), tolerance, secret, shown)
+        verdict = judge_cell(observer, src.calls or (), tolerance, secret, shown, ran)
+        if verdicts is not None:
+            verdicts[src.name] = [Verdict(r.name, r.status, "" if r.passed else first_line(r.message))  # (a pass
+                                  for r in verdict.results]  # says its check's description: no need to keep it)
         if clock is not None:
             clock("judge (probes included)", time.perf_counter() - t0)
         misconceptions[:] = dict.fromkeys([*misconceptions, *(r.misconception for r in verdict.results if r.misconception)])

@@ -85,8 +85,9 @@ def _esc(text: object) -> str:
     return html.escape(one_line(text), quote=True)
 
 
-def render_html(assignment: str, rows: Sequence[Row]) -> str:
-    """The whole page as one self-contained HTML string: a heading, then each of `SECTIONS` in order."""
+def render_html(assignment: str, rows: Sequence[Row], more: Sequence[str] = ()) -> str:
+    """The whole page as one self-contained HTML string: a heading, each of `SECTIONS` in order, then `more`:
+    sections made elsewhere from what the rows do not hold (the score changes), their learner text escaped there."""
     students = {r.student for r in rows}
     notebooks = {r.notebook for r in rows}
     parts = [f"<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'><title>Class report: {_esc(assignment)}</title>",
@@ -96,6 +97,7 @@ def render_html(assignment: str, rows: Sequence[Row]) -> str:
              f"<h1>Class report: {_esc(assignment)}</h1>",
              f"<p>{len(students)} students, {len(notebooks)} notebooks.</p>"]
     parts += [section(rows) for section in SECTIONS]
+    parts += [text for text in more if text]
     parts.append("</body></html>\n")
     return inert_page("\n".join(parts))
 
@@ -176,7 +178,7 @@ def page_path(course_root: Path, assignment: str) -> Path:
     return Path(course_root) / REPORT_DIR / f"{assignment}.html"
 
 
-def write(path: Path, assignment: str, rows: Sequence[Row]) -> None:
+def write(path: Path, assignment: str, rows: Sequence[Row], more: Sequence[str] = ()) -> None:
     """Write the page whole or not at all (a run that dies leaves the previous one), from text every writer can
     encode."""
-    atomic_write(path, valid_text(render_html(assignment, rows)).encode("utf-8"))
+    atomic_write(path, valid_text(render_html(assignment, rows, more)).encode("utf-8"))

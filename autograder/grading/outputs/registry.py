@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..types import GradingError, Row
-from . import class_report, misconceptions, summary
+from . import class_report, misconceptions, score_changes, similarity_section, summary
 
 
 @dataclass
@@ -26,6 +26,7 @@ class Outcome:
     csv_path: str | None = None  # --csv FILE; "" for a bare --csv (the course folder); None without it
     students: list[str] | None = None  # --student: the other students' lines of the summary CSV stay
     written: list[Path] = field(default_factory=list)  # filled by `write_outputs`
+    changes: score_changes.ScoreChanges = field(default_factory=score_changes.ScoreChanges)  # the last regrade's
 
 
 @dataclass(frozen=True)
@@ -54,12 +55,21 @@ OUTPUTS: list[Output] = [
     Output("summary CSV", "the summary table's lines, one per student and notebook (with --csv)",
            path=_summary_csv,
            write=lambda o, path: summary.write_csv(o.rows, str(path), o.assignment, keep_other_students=bool(o.students))),
-    Output("class report", "a page of score histograms, the most common misconceptions and the students' scores",
+    Output("class report", "a page of score histograms, the most common misconceptions, the students' scores, the "
+           "last regrade's score changes and what the similarity command found at its last run",
            path=lambda o: class_report.page_path(o.root, o.assignment),
-           write=lambda o, path: class_report.write(path, o.assignment, o.rows)),
+           write=lambda o, path: class_report.write(path, o.assignment, o.rows, [
+               score_changes.section(o.changes), similarity_section.section(o.root, o.assignment)])),
     Output("misconceptions CSV", "the most common misconceptions with the students who hit them",
            path=lambda o: class_report.page_path(o.root, o.assignment).with_name(f"{o.assignment}-misconceptions.csv"),
            write=lambda o, path: misconceptions.write(path, o.rows)),
+    Output("score-change table", "after a regrade: each grade cell whose points moved, old -> new, the check whose "
+           "verdict changed and what it said (shown by the run that regrades)",
+           show=lambda o: score_changes.table(o.changes) if o.changes.fresh else ""),
+    Output("score-change CSV", "the last regrade's score-change table, one line per grade cell that moved",
+           path=lambda o: score_changes.csv_path(class_report.page_path(o.root, o.assignment), o.assignment)
+           if o.changes.round else None,
+           write=lambda o, path: score_changes.write_csv(path, o.changes)),
     Output("Canvas gradebook CSV", "the gradebook's scores as Canvas imports them",
            command="nbgrader export --exporter=autograder.grading.outputs.lms.CanvasExportPlugin --to canvas-grades.csv"),
 ]
@@ -67,7 +77,8 @@ OUTPUTS: list[Output] = [
 
 def shown(outcome: Outcome) -> list[str]:
     """The texts printed at the end of `grade`, in order."""
-    return [output.show(outcome) for output in OUTPUTS if output.show is not None]
+    texts = [output.show(outcome) for output in OUTPUTS if output.show is not None]
+    return [text for text in texts if text]  # an output with nothing to say this run prints nothing
 
 
 def write_outputs(outcome: Outcome) -> None:

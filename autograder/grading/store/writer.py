@@ -5,7 +5,9 @@ A group is every result in within `GROUP_SECONDS` of the first. Storing it:
    bytes were made where the notebook was graded), meanwhile
 2. its gradebook rows are written in one transaction of bulk statements (`gradebook.GradebookWriter`, the run's one
    writer of the gradebook) and committed;
-3. once both are done, its resume records are appended to the journal in one write and one fsync.
+3. once both are done, its resume records are appended to the journal in one write and one fsync: each says what
+   the grade depended on (the checks that ran, digested: `dependencies.Digests`), its grade cells, and, for a
+   regrade, its grade cells as they were when the regrade began (`resume.Plan.before`, for the score-change report).
 
 A kill before 2's commit leaves no row and no record of the group (regraded next time); between the commit and 3,
 only the records are missing (regraded, the same rows updated in place: never a duplicate); a notebook file
@@ -15,6 +17,7 @@ group's transaction fails, each notebook is stored alone, so that only the one t
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import time
 from collections.abc import Callable
@@ -31,11 +34,12 @@ from ..grade.bounded import notebook_file
 from ..grade.executors import Executor
 from ..grade.pipeline import Clock, not_graded
 from ..grade.sandbox.client import UNSANDBOXED
-from ..types import Code, Graded, Reason, Record, Result, Row, Status, Task
+from ..types import CellResult, Code, Graded, Reason, Record, Result, Row, Status, Task
+from .dependencies import Digests
 from .files import atomic_write
 from .gradebook import Entry, GradebookWriter, flag_box
 from .journal import Journal
-from .resume import autograded_digest
+from .resume import Plan, autograded_digest
 
 GROUP_SECONDS = 0.5  # how long the writer waits for more finished notebooks, to store them in one transaction
 FILE_THREADS = 2  # threads writing autograded notebooks while the gradebook transaction runs
@@ -53,9 +57,10 @@ class Writer:
     """Stores graded notebooks: autograded files, gradebook rows and resume records (see the module docstring)."""
 
     def __init__(self, gradebook: GradebookWriter, spec: AssignmentSpec, paths: Paths, journal: Journal,
-                 clock: Clock | None = None) -> None:
+                 clock: Clock | None = None, plan: Plan | None = None, digests: Digests | None = None) -> None:
         self.gradebook, self.assignment, self.spec = gradebook, spec.name, spec
         self.paths, self.journal, self.clock = paths, journal, clock
+        self.plan, self.digests = plan, digests  # the regrade round and the cells before; the checks' digests
         self.files = ThreadPoolExecutor(max_workers=FILE_THREADS, thread_name_prefix="autograded-files")
         self.groups: list[int] = []  # notebooks stored per transaction
 
@@ -137,10 +142,10 @@ class Writer:
                     row.reasons = [Reason(Code.STORE_FAILED, f"could not store the grade ({_one_line(exc)})")]
         t2 = time.perf_counter()
         records = []
-        for write, ok, (_, task, _, row) in zip(writes, committed, storing):
+        for write, ok, (_, task, graded, row) in zip(writes, committed, storing):
             digest = write.result()
             if ok:  # no record for a notebook that could not be stored: the next run grades it again
-                records.append((self._key(task), self._record(task, row, digest)))
+                records.append((self._key(task), self._record(task, graded, row, digest)))
         t3 = time.perf_counter()
         self.journal.append(records)
         self.groups.append(len(group))
@@ -190,9 +195,17 @@ class Writer:
         atomic_write(path, graded.data, durable=False)  # not fsynced: after a power cut another hash, regraded
         return graded.digest
 
-    def _record(self, task: Task, row: Row, digest: str | None) -> Record:
+    def _record(self, task: Task, graded: Graded, row: Row, digest: str | None) -> Record:
+        depends = task.depends
+        if depends is not None and self.digests is not None:  # the checks that ran, as this run judged them
+            depends = dataclasses.replace(depends, judging=self.digests.judging() if graded.checks else "",
+                                          checks={name: self.digests.check(name) for name in graded.checks})
+        cells = {name: CellResult(points, most, list(graded.verdicts.get(name, [])))
+                 for name, (points, most) in graded.scores.items()}
+        before = self.plan.before.get(self._key(task)) if self.plan is not None else None
         return Record(task.fingerprint, row.score, row.max_score, list(row.flags), list(row.reasons),
-                      list(row.misconceptions)[:100], row.attempted, digest)
+                      list(row.misconceptions)[:100], row.attempted, digest, depends, cells, before,
+                      self.plan.round if before is not None and self.plan is not None else 0, before is None)
 
     def close(self) -> None:
         """Stop the file threads."""
