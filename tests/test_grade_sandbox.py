@@ -550,10 +550,12 @@ print(round((time.process_time() - cpu) / (time.monotonic() - wall), 3))'''
 
 
 def test_a_notebook_running_many_busy_processes_takes_no_more_cpu_than_a_classmate(box: Any) -> None:
-    """The share of a CPU a classmate's busy loop gets beside a notebook of 120 busy processes: about a core (each
-    notebook's cpu cgroup weighs the same), where sharing per process would give it under 1/60 of one."""
+    """The share of a CPU a classmate's busy loop gets beside a notebook of 120 busy processes: about what it got alone
+    a moment before (each notebook's cpu cgroup weighs the same), where sharing per process would give it under 1/60
+    of that. Measured against its own share alone, so that other work on the machine moves both alike."""
     if not box.cgroups.available:
         pytest.skip(f"no cgroup per notebook here ({box.cgroups.why})")
+    alone = float(run(box, CPU_SHARE)[0])
     hog = box.launch({"plan": {"cells": [{"kind": "code", "source": CPU_HOG}], "limits": LIMITS}, "files": {}})
     try:
         deadline = time.monotonic() + 30
@@ -563,7 +565,8 @@ def test_a_notebook_running_many_busy_processes_takes_no_more_cpu_than_a_classma
         share = float(run(box, CPU_SHARE)[0])
     finally:
         hog.close()
-    assert share > 0.3, f"a classmate got {share:.3f} of a CPU beside a notebook of 120 busy processes"
+    assert share > 0.3 * alone, (f"a classmate got {share:.3f} of a CPU beside a notebook of 120 busy processes, "
+                                 f"{alone:.3f} alone just before")
 
 
 THREAD_HOG = '''import hashlib, threading, time
