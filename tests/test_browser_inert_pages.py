@@ -19,7 +19,6 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
@@ -287,24 +286,14 @@ def test_the_class_reports_score_change_section_of_hostile_verdicts_is_inert(con
     """A regrade's verdict sentences quote learner code: every page attack as a student's name, a grade cell and the
     sentence of a changed verdict, in the class report's score-change section, does nothing in Chromium."""
     from autograder.grading.outputs import class_report, score_changes
+    from autograder.grading.types import Row, Status
 
     attacks = [a.text(canary.url) for a in ATTACKS]
     changes = score_changes.ScoreChanges(1, [score_changes.Change(f"s{i}-{text}", "02_values", text, 3.0, 0.0, 3.0,
                                                                   "add_backward", text)
                                              for i, text in enumerate(attacks)], len(attacks))
 
-    @dataclass
-    class Row:
-        student: str
-        notebook: str
-        score: float
-        max_score: float
-        status: str = "graded"
-        misconceptions: list[str] = field(default_factory=list)
-        late: str = ""
-        attempted: bool = True
-
-    rows = [Row(c.student, c.notebook, 0.0, 3.0) for c in changes.changes]
+    rows = [Row(c.student, c.notebook, 0.0, 3.0, Status.GRADED) for c in changes.changes]
     path = class_report.page_path(tmp_path, support.WORKBOOK)
     class_report.write(path, support.WORKBOOK, rows, [score_changes.section(changes)])
     server, before = Canary(path.parent), len(canary.requests)
