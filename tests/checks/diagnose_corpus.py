@@ -23,9 +23,10 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE), str(HERE.parent), str(HERE.parent / "workbook")]  # (run as a script: the support modules)
 
-from notebook_corpus import N1, N2, N3, N4, N5, N6, NEURON_OUT, Variant, grade_id, notebook, run
+from notebook_corpus import N1, N2, N3, N4, N5, N6, NEURON_OUT, Variant, grade_id, notebook, run  # noqa: E402
 
 RECOVERED = "recovered"  # in `accept`: the learner's own formula, recovered from the numbers, is a specific diagnosis
 GENERIC_IDS = ("common.raised", "common.unexpected_result")
