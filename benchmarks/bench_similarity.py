@@ -31,6 +31,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "tests" / "workbook"))  # the support modules
+sys.path.insert(0, str(ROOT / "tests" / "checks"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import similarity_class  # noqa: E402

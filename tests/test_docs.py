@@ -84,6 +84,14 @@ def test_no_page_types_a_timing_by_hand():
     assert ref.hand_typed_timings("{default}`Limits.check_timeout` and {bench}`bench_grade.speedup`, 12 x 6") == []
 
 
+@pytest.mark.slow  # each benchmark imports what it measures
+@pytest.mark.parametrize("script", sorted(p.name for p in (ROOT / "benchmarks").glob("*.py") if p.name != "results.py"))
+def test_every_benchmark_starts_after_the_code_it_imports_moved(script: str) -> None:
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / script), "--help"], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0 and "usage:" in done.stdout, done.stderr[-2000:]
+
+
 def test_every_benchmark_writes_one_results_format_and_the_benchmarks_page_shows_every_file():
     """One format: each benchmark takes --results and records through results.recording; each results file names its
     command, date, commit, machine, notes, figures (value, unit, what) and output; docs/benchmarks.md shows each."""
