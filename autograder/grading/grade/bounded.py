@@ -151,6 +151,8 @@ class Zygote:
 
     def close(self) -> None:
         self.control.close()  # the zygote ends at the end of its socket
+        if not self.started:  # still importing (a batch with nothing to grade): not waited for, it has nothing to keep
+            self.proc.kill()
         try:
             self.proc.wait(EXIT_TIMEOUT)
         except subprocess.TimeoutExpired:
