@@ -443,9 +443,10 @@ def serve(sock: socket.socket) -> None:
 
 def zygote(fd: int) -> None:
     """The zygote: import what helpers need, warm the renderers, then fork a helper per request until the grader goes."""
-    from .nbgrader_light import lean_start
+    from .nbgrader_light import lean_start, markdown_renderer_alone
 
     lean_start()
+    markdown_renderer_alone()
     from nbformat import v4
 
     from ..feedback import safe_html  # noqa: F401  (imported here once, for every helper forked)
