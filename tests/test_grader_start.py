@@ -121,7 +121,8 @@ def test_the_helpers_render_markdown_with_nbconverts_renderer_alone_to_the_same_
 
     from autograder.grading.feedback import safe_html
 
-    text = "\n\n".join(c.source for c in hostile_notebook("http://127.0.0.1:9").cells if c.cell_type == "markdown") + "\n\n```python\nx = 1\n```"
+    cells = hostile_notebook("http://127.0.0.1:9").cells
+    text = "\n\n".join(c.source for c in cells if c.cell_type == "markdown") + "\n\n```python\nx = 1\n```"
     done = subprocess.run([sys.executable, "-c", RENDERED_ALONE, text], capture_output=True, text=True, timeout=120, cwd="/")
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout.strip().splitlines()[-1])
