@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 import csv
 import json
+import signal
 import subprocess
 import sys
 import threading
@@ -315,3 +316,13 @@ def test_a_grader_that_cannot_start_a_helper_says_it_is_its_own_fault(monkeypatc
             bounded.read(nbformat.writes(v4.new_notebook(cells=honest_cells())).encode(), Limits())
     finally:
         helpers.close()
+
+
+def test_helpers_never_asked_for_are_not_waited_for_and_those_that_served_end_at_their_socket() -> None:
+    unused = bounded.Zygote()  # still importing (a batch with nothing to grade): stopped, not waited for
+    unused.close()
+    assert unused.proc.returncode == -signal.SIGKILL
+    used = bounded.Zygote()
+    used.fork().kill()
+    used.close()  # it forked a helper: it ends by itself at the end of its socket, as before
+    assert used.proc.returncode == 0

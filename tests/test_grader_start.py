@@ -103,3 +103,29 @@ def test_the_projects_venv_has_the_hook_installed_and_current():
     done = subprocess.run([sys.executable, "-c", "import sys, nbformat; print('lark' in sys.modules)"],
                           capture_output=True, text=True, timeout=120, env=os.environ | {"AUTOGRADER_LAZY_IRI": "1"})
     assert done.stdout.strip() == "False", done.stderr
+
+
+RENDERED_ALONE = """
+import json, sys
+from autograder.grading.grade.nbgrader_light import markdown_renderer_alone
+alone = markdown_renderer_alone()
+from autograder.grading.feedback import safe_html
+html = safe_html.safe_markdown(sys.argv[1])
+print(json.dumps({"alone": alone, "again": markdown_renderer_alone(), "html": html,
+                  "loaded": sorted(n for n in ("nbclient", "jupyter_client", "zmq", "jinja2", "tornado") if n in sys.modules)}))
+"""
+
+
+def test_the_helpers_render_markdown_with_nbconverts_renderer_alone_to_the_same_html() -> None:
+    from adversarial.page_attacks import hostile_notebook
+
+    from autograder.grading.feedback import safe_html
+
+    cells = hostile_notebook("http://127.0.0.1:9").cells
+    text = "\n\n".join(c.source for c in cells if c.cell_type == "markdown") + "\n\n```python\nx = 1\n```"
+    done = subprocess.run([sys.executable, "-c", RENDERED_ALONE, text], capture_output=True, text=True, timeout=120, cwd="/")
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["alone"] is True and result["again"] is False  # (once registered, or imported, it is left as it is)
+    assert result["loaded"] == []  # no exporter, kernel client or server came with the renderer
+    assert result["html"] == safe_html.safe_markdown(text)  # the same HTML as nbconvert imported the ordinary way

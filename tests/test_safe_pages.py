@@ -168,6 +168,35 @@ def test_the_overlay_loses_its_style_and_classes_but_keeps_its_text() -> None:
         assert "style=" not in cleaned or own
 
 
+def test_html_and_styles_cleaned_again_come_from_the_memo_the_same_and_as_inert(monkeypatch: pytest.MonkeyPatch) -> None:
+    overlay = next(a for a in ATTACKS if a.name == "overlay_grader_classes").text(CANARY)
+    long = overlay + "<p>padding</p>" * (safe_html.MEMO_MARKDOWN // 14)  # past the memo's bound: cleaned each time
+    calls = {"nh3": 0, "css": 0}
+    clean, parse = safe_html.nh3.clean, safe_html._own_style
+
+    def counted(name, real):
+        def call(*a, **k):
+            calls[name] += 1
+            return real(*a, **k)
+        return call
+
+    monkeypatch.setattr(safe_html.nh3, "clean", counted("nh3", clean))
+    monkeypatch.setattr(safe_html, "_own_style", counted("css", parse))
+    safe_html._remembered_html.cache_clear()
+    safe_html._remembered_style.cache_clear()
+    for own in (False, True):
+        first = safe_html.clean_html(overlay, own=own)
+        assert safe_html.clean_html(overlay, own=own) == first  # the second time from the memo: the same text
+        for cleaned in (first, safe_html.clean_html(long, own=own), safe_html.clean_html(long, own=own)):
+            assert OVERLAY_TEXT in cleaned and "position" not in cleaned and "z-index" not in cleaned
+            assert ("autograder-check" in cleaned) == own and ("style=" not in cleaned or own)
+    assert calls["nh3"] == 2 + 4  # the short text once per kind, the long one every time
+    style = "color:#cf222e;font-weight:bold;margin-left:2em"
+    assert [safe_html.own_style(style) for _ in range(3)] == [style] * 3
+    before = calls["css"]
+    assert safe_html.own_style(style) == style and calls["css"] == before  # parsed once, then remembered
+
+
 def test_svg_ids_are_prefixed_and_its_paints_refer_only_to_them() -> None:
     svg = ('<svg xmlns="http://www.w3.org/2000/svg" class="navbar-fixed-top"><defs><marker id="m"/></defs>'
            '<path id="top" d="M0 0 L9 9" marker-end="url(#m)" stroke="u\\72l(#m)" fill="url(http://127.0.0.1:9/x)"/>'

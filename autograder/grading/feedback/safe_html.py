@@ -148,6 +148,15 @@ def css_value_inert(value: str, functions: set[str] = CSS_FUNCTIONS, fragment: b
 
 def own_style(style: str) -> str | None:
     """The grader's own inline style with only the properties in OWN_STYLE, each with an inert value."""
+    return _remembered_style(style) if len(style) <= MEMO_MARKDOWN else _own_style(style)
+
+
+@lru_cache(maxsize=256)  # (a pure function of the text: the verdicts repeat a few styles, ~1,400 times in 72 notebooks)
+def _remembered_style(style: str) -> str | None:
+    return _own_style(style)
+
+
+def _own_style(style: str) -> str | None:
     import tinycss2
 
     kept = [f"{d.lower_name}:{tinycss2.serialize(d.value).strip()}"
@@ -253,8 +262,18 @@ def clean_html(html: str, own: bool = False) -> str:
     """HTML with nothing that runs, fetches or styles the page: nh3's allow-list, URLs judged as a browser reads
     them, no `style` and no class but syntax colours. `own`: the grader's own verdict (a test cell's output), which
     keeps its classes and a parsed allow-list of inline style. TooDeep past HTML_DEPTH open elements."""
-    guard_depth(str(html))
-    return nh3.clean(str(html), tags=TAGS, url_schemes=LINK_SCHEMES | {"data"}, url_relative="deny",
+    html = str(html)
+    return _remembered_html(html, own) if len(html) <= MEMO_MARKDOWN else _clean_html(html, own)
+
+
+@lru_cache(maxsize=1024)  # (a pure function of the text: the verdicts of a check repeat across a class's notebooks)
+def _remembered_html(html: str, own: bool) -> str:
+    return _clean_html(html, own)  # (TooDeep is raised each time: lru_cache keeps no exception)
+
+
+def _clean_html(html: str, own: bool) -> str:
+    guard_depth(html)
+    return nh3.clean(html, tags=TAGS, url_schemes=LINK_SCHEMES | {"data"}, url_relative="deny",
                      attribute_filter=_html_attribute(own), allowed_classes=_classes(own), attributes=_attributes(own),
                      filter_style_properties=OWN_STYLE, clean_content_tags={"script", "style"})
 
@@ -268,8 +287,9 @@ def clean_svg(svg: str) -> str:
                      clean_content_tags={"script", "style"})
 
 
-# Markdown up to this many characters is rendered once per batch: every submission holds the released notebook's
-# markdown cells unchanged, and rendering them was most of the time spent making a notebook safe
+# Markdown, HTML and the grader's own styles up to this many characters are made safe once per process: every
+# submission holds the released notebook's markdown cells unchanged, and the verdicts of a check repeat across a
+# class (rendering and cleaning them, and parsing their styles, was most of the time spent making a notebook safe)
 MEMO_MARKDOWN = 8192
 
 
@@ -287,7 +307,7 @@ def _remembered_markdown(text: str) -> str:
 def _render_markdown(text: str) -> str:
     from nbconvert.filters.markdown import markdown2html_mistune
 
-    return _html_block(clean_html(markdown2html_mistune(text)))
+    return _html_block(_clean_html(markdown2html_mistune(text), own=False))  # (remembered as markdown, not again as HTML)
 
 
 def _html_block(html: str) -> str:

@@ -151,6 +151,8 @@ class Zygote:
 
     def close(self) -> None:
         self.control.close()  # the zygote ends at the end of its socket
+        if not self.started:  # still importing (a batch with nothing to grade): not waited for, it has nothing to keep
+            self.proc.kill()
         try:
             self.proc.wait(EXIT_TIMEOUT)
         except subprocess.TimeoutExpired:
@@ -441,9 +443,10 @@ def serve(sock: socket.socket) -> None:
 
 def zygote(fd: int) -> None:
     """The zygote: import what helpers need, warm the renderers, then fork a helper per request until the grader goes."""
-    from .nbgrader_light import lean_start
+    from .nbgrader_light import lean_start, markdown_renderer_alone
 
     lean_start()
+    markdown_renderer_alone()
     from nbformat import v4
 
     from ..feedback import safe_html  # noqa: F401  (imported here once, for every helper forked)
