@@ -9,7 +9,6 @@ walked the same way on every run, whatever PYTHONHASHSEED and wherever the alloc
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import heapq
 import itertools
@@ -71,6 +70,9 @@ class _InOrder:
     _order: list[Any] | None
 
     def _keep_order(self, items: list[Any]) -> None:
+        if len(self) == len(items):  # type: ignore[arg-type]  # no two items equal: set() kept them all
+            self._order = items
+            return
         seen: set[Any] = set()
         order = []
         for x in items:  # what set() keeps: the first of items equal under the learner's __eq__/__hash__
@@ -163,8 +165,10 @@ def make_node(value: Any, data: float, kids: Sequence[Any], op: str) -> Any:
     kind = type(node._prev)
     try:
         node._prev = _ORDERED[kind](kids) if kind in _ORDERED else tuple(kids)
-        with contextlib.suppress(AttributeError, TypeError):
+        try:
             node._op = op
+        except (AttributeError, TypeError):
+            pass
     except (AttributeError, TypeError):
         node = value(data, tuple(kids), op)
     BUILT.add(node, kids)
@@ -185,10 +189,13 @@ def _sort_key(node: Any) -> tuple[int, float, str]:
 
 def ordered_children(node: Any, limit: int) -> list[Any]:
     """A node's children in a fixed order: as the grader gave them, for a node it made; else `_prev`, sorted."""
-    if BUILT.rank_of(node) is not None and id(node) in BUILT.kids:
-        kids = BUILT.kids[id(node)]
-        unique = {id(k): k for k in kids}  # a * a: one child, walked once
-        return list(unique.values())
+    key = id(node)
+    entry = BUILT.rank.get(key)  # BUILT.rank_of, inlined: this runs once per node of every walk
+    if entry is not None and entry[1] is node:
+        kids = BUILT.kids.get(key)
+        if kids is not None:
+            unique = {id(k): k for k in kids}  # a * a: one child, walked once
+            return list(unique.values())
     kids = children(node, limit)
     return sorted(kids, key=_sort_key)
 
@@ -201,13 +208,14 @@ def walk_graph(root: Any, limit: int = 100_000) -> tuple[list[Any], dict[int, li
     stack = [root]
     while stack:
         node = stack.pop()
-        if id(node) in seen:
+        key = id(node)
+        if key in seen:
             continue
-        seen[id(node)] = node
+        seen[key] = node
         if len(seen) > limit:
             raise LearnerError("graph_too_big", limit=limit)
         kids = ordered_children(node, limit)
-        kids_of[id(node)] = kids
+        kids_of[key] = kids
         stack.extend(reversed(kids))
     return list(seen.values()), kids_of
 
@@ -218,21 +226,25 @@ def backward_order(root: Any, limit: int = 100_000) -> list[Any]:
     go first, so a learner's node runs as late as the graph allows (a `_backward` that sets `grad = ...` where `+=`
     belongs meets a child that already holds a gradient wherever one can)."""
     nodes, kids = walk_graph(root, limit)
-    users = {id(n): 0 for n in nodes}
-    for n in nodes:
-        for k in kids[id(n)]:
+    users = dict.fromkeys(kids, 0)  # kids holds every node's id, in the walk's order
+    for ks in kids.values():
+        for k in ks:
             users[id(k)] += 1
-    place = {id(n): (0 if id(n) in BUILT.kids else 1, i) for i, n in enumerate(nodes)}
-    by_place = {place[id(n)]: n for n in nodes}
+    # a node's place: the grader's own nodes first, then the walk's order (one int: (grader?, i) as a number)
+    made, n = BUILT.kids, len(nodes)
+    place = {key: i if key in made else n + i for i, key in enumerate(kids)}
+    by_place = nodes + nodes  # by_place[place[id(x)]] is x
     ready = [place[id(root)]] if users[id(root)] == 0 else []  # a root that a cycle leads back to runs nothing
     order = []
+    pop, push = heapq.heappop, heapq.heappush
     while ready:
-        node = by_place[heapq.heappop(ready)]
+        node = by_place[pop(ready)]
         order.append(node)
         for k in kids[id(node)]:
-            users[id(k)] -= 1
-            if users[id(k)] == 0:
-                heapq.heappush(ready, place[id(k)])
+            key = id(k)
+            users[key] -= 1
+            if users[key] == 0:
+                push(ready, place[key])
     return order
 
 

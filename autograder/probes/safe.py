@@ -84,6 +84,8 @@ def _caught(what: str, obj: object, how: str) -> LearnerError:
 
 def read_number(obj: object, what: str) -> float:
     """`obj` as a plain float, or LearnerError naming `what` when it is not a real number."""
+    if type(obj) is float:  # the common case, read as the general path below reads it: the float itself
+        return obj  # type: ignore[return-value]
     if isinstance(obj, bool):
         raise LearnerError("number_is_bool", what=what, shown=repr(obj))
     if isinstance(obj, float):

@@ -160,6 +160,29 @@ def mse_loss(model: Any, xs: Sequence[Any], ys: Sequence[float]) -> Any:
 MISSING = object()
 
 
+class _StandIns(Mapping[str, Any]):
+    """The grader's stand-ins a probe reads before the learner's namespace; the model class is made on first use, for
+    this probe alone (most probes never read it, and a fresh one per probe keeps a learner's patch from outliving it)."""
+
+    def __init__(self, made: dict[str, Any], model_on: type | None) -> None:
+        self._made = made
+        self._model_on = model_on  # the learner's Value to make the grader's MLP on, until it is made
+
+    def __getitem__(self, key: str) -> Any:
+        if key == "MLP" and self._model_on is not None:
+            self._made["MLP"], self._model_on = model_class(self._model_on), None
+        return self._made[key]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._made or (key == "MLP" and self._model_on is not None)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter([*self._made, *(["MLP"] if self._model_on is not None else [])])
+
+    def __len__(self) -> int:
+        return len(self._made) + (self._model_on is not None)
+
+
 @contextlib.contextmanager
 def scaffolded(ns: Mapping[str, Any], keep: Sequence[str]) -> Iterator[Mapping[str, Any]]:
     """While the block runs, whatever of the scaffolding the check does not name in `keep` (targets such as
@@ -170,18 +193,23 @@ def scaffolded(ns: Mapping[str, Any], keep: Sequence[str]) -> Iterator[Mapping[s
     on_class: list[tuple[str, Any]] = []
     in_ns: list[tuple[str, Any]] = []
     swaps: dict[str, Any] = {}
+    model_on = None  # the grader's model, when the namespace has none to stand in for, is made if the probe reads it
     try:
         if isinstance(value, type):
+            own = vars(value)  # a live view of the class's own attributes
             for name, method in operations(value).items():
                 if f"Value.{name}" in kept:
                     continue
-                on_class.append((name, vars(value).get(name, MISSING)))
+                on_class.append((name, own.get(name, MISSING)))
                 try:
                     setattr(value, name, method)
                 except (AttributeError, TypeError):  # a class that refuses: its own method runs
                     on_class.pop()
             if "MLP" not in kept:
-                swaps["MLP"] = model_class(value)
+                if "MLP" in ns:
+                    swaps["MLP"] = model_class(value)
+                else:
+                    model_on = value
         if "mse_loss" not in kept:
             swaps["mse_loss"] = mse_loss
         if isinstance(ns, MutableMapping):  # the learner's functions look these up in their globals (train: mse_loss)
@@ -189,14 +217,15 @@ def scaffolded(ns: Mapping[str, Any], keep: Sequence[str]) -> Iterator[Mapping[s
                 if name in ns:
                     in_ns.append((name, ns[name]))
                     ns[name] = obj
-        yield ChainMap(swaps, ns)  # type: ignore[arg-type]
+        yield ChainMap(_StandIns(swaps, model_on), ns)  # type: ignore[arg-type]
     finally:
         for name, before in reversed(in_ns):
             ns[name] = before  # type: ignore[index]
         for name, before in reversed(on_class):
-            if before is MISSING:
-                with contextlib.suppress(AttributeError, TypeError):
+            try:  # (a plain try: this runs for every operation after every case)
+                if before is MISSING:
                     delattr(value, name)
-            else:
-                with contextlib.suppress(AttributeError, TypeError):
+                else:
                     setattr(value, name, before)
+            except (AttributeError, TypeError):
+                pass
