@@ -288,7 +288,9 @@ def test_the_batch_ends_flags_each_hostile_notebook_and_grades_classmates_as_alo
         assert said in rows[student]["flags"] + rows[student]["reason"], (student, rows[student])
     for student in ("star_markdown", "deep_markdown", "deep_output", "sparse_file", "forged_name"):  # scores stand
         assert rows[student]["score"] == "7", (student, rows[student])
-    table = r.stdout.split("\nsandbox:")[0].splitlines()
+    said_first, table = r.stdout.split("\nsandbox:")[0].split("\nstudent ", 1)  # why it grades, then the table
+    assert said_first.splitlines() == [f"{len(rows)} notebooks: not graded before"]
+    table = ("student " + table).splitlines()
     assert len(table) == 1 + len(rows) + 1 and not any("zzz_forged" in line.split()[0] for line in table)
     autograded = mixed / "autograded" / "sparse_file" / support.ASSIGNMENT
     assert (autograded / "small.csv").read_text() == "x,y\n1,2\n" and not (autograded / "data.bin").exists()
