@@ -42,23 +42,23 @@ c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE: replace the next line
 # Autograde button), which writes them into autograded/. Set where nbgrader's converters run (its commands and
 # the formgrader); `python -m autograder grade` loads no converter and writes no hidden test.
 if "nbgrader.converters" in sys.modules:
-    from autograder.grading.feedback.redaction import feedback_preprocessors
+    from autograder.grading.pages.redaction import feedback_preprocessors
 
     c.GenerateFeedback.preprocessors = feedback_preprocessors()
-    # nbgrader's own page, each test cell named in its contents (autograder/grading/feedback/feedback_page.py)
-    c.GenerateFeedback.exporter_class = "autograder.grading.feedback.feedback_page.FeedbackExporter"
+    # nbgrader's own page, each test cell named in its contents (autograder/grading/pages/feedback_page.py)
+    c.GenerateFeedback.exporter_class = "autograder.grading.pages.feedback_page.FeedbackExporter"
 
 # ---- nbgrader: every HTML export of a notebook (the feedback, and the formgrader's view of a submission) first makes
 # learner content inert: no script runs, no HTML, SVG or markdown is shown uncleaned
-# (autograder/grading/feedback/safe_html.py, safe_export.py).
+# (autograder/grading/pages/safe_html.py, safe_export.py).
 # nbgrader's own feedback and formgrade templates would render a submission's script as it is.
-c.HTMLExporter.preprocessors = ["autograder.grading.feedback.safe_export.SafeHTML"]
-# ... and every page a person opens is inert by construction (autograder/grading/feedback/page_policy.py). The feedback page
+c.HTMLExporter.preprocessors = ["autograder.grading.pages.safe_export.SafeHTML"]
+# ... and every page a person opens is inert by construction (autograder/grading/pages/page_policy.py). The feedback page
 # gets its Content-Security-Policy from FeedbackExporter, and the project's template folder first (its mathjax()
 # loads nothing, where nbconvert's asks a CDN). The formgrader sets its exporter's template name and folders itself,
 # so its view names the project's page as its template file: nbgrader's formgrade template with an inert head (the
 # policy, every script with the page's nonce) and bar.
-from autograder.grading.feedback.page_policy import FORMGRADE_PAGE, TEMPLATES, template_basedirs  # noqa: E402
+from autograder.grading.pages.page_policy import FORMGRADE_PAGE, TEMPLATES, template_basedirs  # noqa: E402
 
 c.HTMLExporter.extra_template_basedirs = template_basedirs()
 c.HTMLExporter.extra_template_paths = [str(TEMPLATES)]

@@ -30,7 +30,7 @@ from nbgrader.api import Gradebook
 from test_browser_lab import chromium  # noqa: F401  (the fixture: Chromium and Playwright, or skip)
 from test_course_formgrader import instructor_lab  # noqa: F401  (`./workbook instructor` on the course fixture's folder)
 
-from autograder.grading.feedback import page_policy
+from autograder.grading.pages import page_policy
 
 pytestmark = pytest.mark.browser
 NOTEBOOK = "02_values"
@@ -140,7 +140,7 @@ def _feedback_page(learner_html: str, verdict: list[dict]) -> str:
     from nbgrader.server_extensions.formgrader import handlers
     from traitlets.config import Config
 
-    from autograder.grading.feedback.feedback_page import FeedbackExporter
+    from autograder.grading.pages.feedback_page import FeedbackExporter
 
     test = nbformat.v4.new_code_cell('check("add_forward")', outputs=[nbformat.from_dict(o) for o in verdict], metadata={
         "nbgrader": {"grade": True, "solution": False, "grade_id": "check_02_add", "points": 1, "score": 0}})

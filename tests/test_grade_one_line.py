@@ -18,11 +18,11 @@ from autograder import cli, report
 from autograder.checks.base import CheckResult
 from autograder.grading import batch
 from autograder.grading.discover.submission import Submission
-from autograder.grading.feedback.safe_html import escape_markdown
 from autograder.grading.finish import steps
 from autograder.grading.grade import runner
 from autograder.grading.outputs import class_report, misconceptions, summary
 from autograder.grading.outputs.text import csv_text
+from autograder.grading.pages.safe_html import escape_markdown
 from autograder.grading.store import writer
 from autograder.grading.types import Code, Reason, Row, Status
 from autograder.lines import one_line

@@ -24,9 +24,9 @@ from hypothesis import strategies as st
 from nbformat import v4
 
 from autograder.grading.discover.submission import Refused, Unreadable
-from autograder.grading.feedback import safe_html
 from autograder.grading.grade import bounded
 from autograder.grading.grade.sanitize import shape_problem
+from autograder.grading.pages import safe_html
 from autograder.settings import HTML_DEPTH, NOTEBOOK_DEPTH, Limits
 
 CEILING = 240.0  # seconds any one step may take here before the test calls it a hang (the bounds are far below)

@@ -26,15 +26,15 @@ from autograder.grading import batch
 from autograder.grading.discover.assignment import NotebookSpec
 from autograder.grading.discover.fingerprint import submission_digest
 from autograder.grading.discover.submission import Refused, Submission
-from autograder.grading.feedback import safe_html
-from autograder.grading.feedback.hidden_tests import HIDDEN_NOTE, replace_hidden
-from autograder.grading.feedback.redaction import RedactHiddenTests
 from autograder.grading.finish import late
 from autograder.grading.grade import pipeline
 from autograder.grading.grade.bounded import notebook_file
 from autograder.grading.grade.sanitize import notebook_bytes
 from autograder.grading.outputs import class_report, summary
 from autograder.grading.outputs.text import csv_text, valid_text
+from autograder.grading.pages import safe_html
+from autograder.grading.pages.hidden_tests import HIDDEN_NOTE, replace_hidden
+from autograder.grading.pages.redaction import RedactHiddenTests
 from autograder.grading.types import Code, Item, Reason, Row, Status, Task
 from autograder.settings import Limits, Tolerance, load_config
 
@@ -281,7 +281,7 @@ def _export(nb: nbformat.NotebookNode, template: str, tmp_path: Path | None = No
     from traitlets.config import Config
 
     config = Config()
-    config.HTMLExporter.preprocessors = ["autograder.grading.feedback.safe_export.SafeHTML"]  # as nbgrader_config.py sets it
+    config.HTMLExporter.preprocessors = ["autograder.grading.pages.safe_export.SafeHTML"]  # as nbgrader_config.py sets it
     config.HTMLExporter.template_name = template
     config.HTMLExporter.extra_template_basedirs = [handlers.template_path]
     # as GenerateFeedback sets it: the page inlines bootstrap's CSS
@@ -344,7 +344,7 @@ def test_grading_config_loaded_from_a_config_in_another_folder_sees_the_course_s
                    load_config(course_config), load_config(ROOT / "grading_config.py")):
         assert config.CourseDirectory.source_directory == str(ROOT / "solutions")
         assert config.CourseDirectory.course_id == "autograd-workbook"
-        assert config.HTMLExporter.preprocessors == ["autograder.grading.feedback.safe_export.SafeHTML"]
+        assert config.HTMLExporter.preprocessors == ["autograder.grading.pages.safe_export.SafeHTML"]
     assert Limits(config=load_config(course_config)).cell_timeout == 7.0
 
 

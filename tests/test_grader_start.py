@@ -109,7 +109,7 @@ RENDERED_ALONE = """
 import json, sys
 from autograder.grading.grade.nbgrader_light import markdown_renderer_alone
 alone = markdown_renderer_alone()
-from autograder.grading.feedback import safe_html
+from autograder.grading.pages import safe_html
 html = safe_html.safe_markdown(sys.argv[1])
 print(json.dumps({"alone": alone, "again": markdown_renderer_alone(), "html": html,
                   "loaded": sorted(n for n in ("nbclient", "jupyter_client", "zmq", "jinja2", "tornado") if n in sys.modules)}))
@@ -119,7 +119,7 @@ print(json.dumps({"alone": alone, "again": markdown_renderer_alone(), "html": ht
 def test_the_helpers_render_markdown_with_nbconverts_renderer_alone_to_the_same_html() -> None:
     from adversarial.page_attacks import hostile_notebook
 
-    from autograder.grading.feedback import safe_html
+    from autograder.grading.pages import safe_html
 
     cells = hostile_notebook("http://127.0.0.1:9").cells
     text = "\n\n".join(c.source for c in cells if c.cell_type == "markdown") + "\n\n```python\nx = 1\n```"

@@ -19,7 +19,7 @@ import nbformat
 import pytest
 import support
 
-from autograder.grading.feedback.feedback_page import ABOVE, ShowEachFailureOnce, names_of_test_cells
+from autograder.grading.pages.feedback_page import ABOVE, ShowEachFailureOnce, names_of_test_cells
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = Path("/usr/bin/chromium")

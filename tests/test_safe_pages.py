@@ -19,9 +19,9 @@ from adversarial.page_attacks import ATTACKS, BAD_PNG, OVERLAY_TEXT, hostile_not
 from hypothesis import given
 from hypothesis import strategies as st
 
-from autograder.grading.feedback import page_policy, safe_html
-from autograder.grading.feedback.page_policy import POLICY
 from autograder.grading.outputs import class_report, score_changes
+from autograder.grading.pages import page_policy, safe_html
+from autograder.grading.pages.page_policy import POLICY
 
 ROOT = Path(__file__).resolve().parent.parent
 CANARY = "http://127.0.0.1:9"  # the discard port: a test here never opens the page, it reads it
@@ -44,7 +44,7 @@ def export(nb: nbformat.NotebookNode, template: str) -> str:
     from nbgrader.server_extensions.formgrader import handlers
     from traitlets.config import Config
 
-    from autograder.grading.feedback.feedback_page import FeedbackExporter
+    from autograder.grading.pages.feedback_page import FeedbackExporter
 
     config = Config()
     config.merge(project_config())

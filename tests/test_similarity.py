@@ -18,8 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from autograder.cli import main
-from autograder.grading.feedback import page_policy
 from autograder.grading.outputs.text import valid_text
+from autograder.grading.pages import page_policy
 from autograder.settings import Limits, Similarity, load_config
 from autograder.similarity import command, compare, page, public
 from autograder.similarity.handout import Exercise, SimilarityError, load_handout

@@ -9,7 +9,8 @@
                grader's thread, with deadlines
     finish/    late penalties and the submission's other files
     outputs/   outputs.registry.OUTPUTS: the summary, the class report, the misconceptions, the score changes, exports
-    feedback/  the nbconvert pieces: every page a person opens made inert, hidden tests redacted
+    pages/     the nbconvert pieces: every page a person opens made inert, hidden tests redacted (not
+               feedback/: that name is a course's generated folder)
 
 Where a new piece goes: a bound in autograder/settings.py (a configurable one on `Limits`), an output in
 outputs/registry.py's OUTPUTS with the module that makes it, a step of one notebook in grade/pipeline.py's STEPS.

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..grading.feedback.page_policy import inert_page
 from ..grading.outputs.text import valid_text
+from ..grading.pages.page_policy import inert_page
 
 _TAG = re.compile("</?mark>")
 CONTEXT = 2  # lines shown around a match in a long text

@@ -247,7 +247,7 @@ def render(nb: NotebookNode, limits: Limits) -> tuple[bytes, str, list[str]]:
     """The graded notebook's file, made safe to show (`safe_html`) cell by cell in a helper within
     `Limits.render_timeout`: (its bytes, their SHA-256, flags). A cell not made safe in time, or that could not be
     (nested too deep, out of memory), is shown as plain text and named in a flag; the scores stand."""
-    from ..feedback.safe_html import safe_metadata, standin_cell
+    from ..pages.safe_html import safe_metadata, standin_cell
 
     done: dict[int, Any] = {}
     why: dict[int, str] = {}
@@ -396,7 +396,7 @@ def _render_job(nb: NotebookNode) -> Iterator[tuple[Any, ...]]:
     """Each cell made safe, smallest first (so that a slow one costs the fewest others), then the notebook's file. The
     cells made safe are sent every FLUSH seconds, so that what was done before a deadline is kept; a render done
     within FLUSH (the usual one) sends only its file."""
-    from ..feedback.safe_html import safe_cell, safe_metadata, standin_cell
+    from ..pages.safe_html import safe_cell, safe_metadata, standin_cell
 
     batch: list[tuple[int, Any, str]] = []
     problems: dict[int, str] = {}
@@ -449,7 +449,7 @@ def zygote(fd: int) -> None:
     markdown_renderer_alone()
     from nbformat import v4
 
-    from ..feedback import safe_html  # noqa: F401  (imported here once, for every helper forked)
+    from ..pages import safe_html  # noqa: F401  (imported here once, for every helper forked)
     from . import sanitize  # noqa: F401  (imported here once, for every helper forked)
 
     list(_render_job(v4.new_notebook(cells=[v4.new_markdown_cell("*warm* `x`"), v4.new_code_cell(

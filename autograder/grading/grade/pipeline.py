@@ -26,7 +26,7 @@ from ...checks.messages import hint_level
 from ...settings import Limits, Tolerance
 from ..discover.assignment import NotebookSpec
 from ..discover.submission import Refused, Submission, Unreadable, submission_time
-from ..feedback.safe_html import escape_markdown
+from ..pages.safe_html import escape_markdown
 from ..types import Code, Graded, Item, Reason, Result, Submitted, Task
 from . import bounded, runner
 from .judge import stopped_output

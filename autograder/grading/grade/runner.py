@@ -17,8 +17,8 @@ from ... import notebook
 from ...lines import one_line
 from ...settings import EXIT_STATUS_TIMEOUT, GRACE, MAX_AUDITS, REQUEST_TIMEOUT, RESERVE, VERDICT_CHARS, Limits, Tolerance
 from ..discover.assignment import NotebookSpec, SourceCell
-from ..feedback.hidden_tests import redact_hidden_tests
-from ..feedback.safe_html import escape_markdown
+from ..pages.hidden_tests import redact_hidden_tests
+from ..pages.safe_html import escape_markdown
 from ..types import Graded, Verdict
 from . import channel
 from .bounded import written_size

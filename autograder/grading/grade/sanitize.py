@@ -12,7 +12,7 @@ from nbformat import NotebookNode
 
 from ...settings import NOTEBOOK_DEPTH, NOTEBOOK_TEXT_CHARS, NOTEBOOK_VALUES
 from ..discover.submission import Refused, Submission, Unreadable
-from ..feedback.hidden_tests import replace_hidden
+from ..pages.hidden_tests import replace_hidden
 
 if TYPE_CHECKING:  # (the helper process that parses notebooks never loads nbgrader.api and SQLAlchemy)
     from ..discover.assignment import NotebookSpec

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ...lines import one_line
-from ..feedback.page_policy import inert_page
+from ..pages.page_policy import inert_page
 from ..store.files import REPORT_DIR, atomic_write
 from ..types import Row
 from .misconceptions import common_misconceptions

@@ -28,12 +28,12 @@ from pathlib import Path
 from ...lines import one_line
 from ..discover.assignment import AssignmentSpec
 from ..discover.submission import Submission, submission_time
-from ..feedback.safe_html import safe_notebook
 from ..grade import runner
 from ..grade.bounded import notebook_file
 from ..grade.executors import Executor
 from ..grade.pipeline import Clock, not_graded
 from ..grade.sandbox.client import UNSANDBOXED
+from ..pages.safe_html import safe_notebook
 from ..types import CellResult, Code, Graded, Reason, Record, Result, Row, Status, Task
 from .dependencies import Digests
 from .files import atomic_write
