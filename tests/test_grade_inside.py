@@ -82,3 +82,30 @@ def test_no_other_module_of_the_grader_names_a_staged_module_in_a_list_of_its_ow
         strings = {n.value for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.Constant)}
         repeats += [f"{path.relative_to(PACKAGE)}: {s}" for s in sorted(listed & {s for s in strings if isinstance(s, str)})]
     assert repeats == []
+
+
+def test_the_stand_in_workbook_offers_every_aid_and_every_name_the_notebooks_import() -> None:
+    # the stand-in repeats autograder.workbook's import of the aids (it may not import the checks): held equal here
+    import importlib
+
+    import nbformat
+
+    import autograder.aids
+    import autograder.workbook
+
+    standin = importlib.import_module("autograder.grading.grade.standin.workbook")
+    aids = {n for n in autograder.workbook.__all__ if n in autograder.aids.__all__}
+    imported_by_notebooks = set()
+    root = PACKAGE.parent
+    for path in [*(root / "solutions" / "workbook").glob("*.ipynb"), *(root / "notebooks" / "workbook").glob("*.ipynb")]:
+        for cell in nbformat.read(path, as_version=4).cells:
+            if cell.cell_type != "code":
+                continue
+            try:
+                tree = ast.parse("\n".join(ln for ln in cell.source.splitlines() if not ln.lstrip().startswith(("%", "!"))))
+            except SyntaxError:  # a learner stub may not parse yet
+                continue
+            imported_by_notebooks |= {a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
+                                      and n.module == "autograder.workbook" for a in n.names}
+    assert aids and {"summary", "unless_passing"} <= imported_by_notebooks
+    assert sorted((aids | imported_by_notebooks) - set(dir(standin))) == []
