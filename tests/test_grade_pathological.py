@@ -221,9 +221,45 @@ def test_huge_markdown_and_html_outputs_under_the_caps_end_within_the_deadline()
                v4.new_output("display_data", {"text/html": "<span>" * 150_000})]
     cells = [v4.new_code_cell(f"x{i}", outputs=[out]) for i, out in enumerate(outputs)]
     nb = v4.new_notebook(cells=[*honest_cells(), *cells, *[v4.new_markdown_cell("*_" * 32_000) for _ in range(64)]])
-    safe, data, _, flags = _render(nb, render_timeout=10.0)
+    safe, data, _, flags = _render(nb, render_timeout=10.0, rendered_chars=3_000_000)
     assert safe.cells[0].source.startswith('<div><h1>Title') and flags
-    assert len(data) < 5 * 2**20  # what could not be made safe is cut, never written whole
+    # what could not be made safe, in time or within the budget, is cut, never written whole: however fast the machine
+    # (rendered, the 64 markdown cells alone would take ~14 MB)
+    assert len(data) < 3_000_000 + 2**20
+
+
+def paragraphs(n: int) -> str:
+    """Markdown that renders to about three times its length: n paragraphs of one letter."""
+    return "a\n\n" * n
+
+
+@pytest.mark.parametrize("order", ["smallest first", "largest first"])
+def test_cells_past_the_rendered_budget_are_plain_text_smallest_rendered_first(order: str) -> None:
+    sizes = [1000 * k for k in range(1, 11)]  # rendered, ~9 kB to ~90 kB each: ~500 kB in all
+    if order == "largest first":
+        sizes.reverse()
+    nb = v4.new_notebook(cells=[*honest_cells(), *[v4.new_markdown_cell(paragraphs(n)) for n in sizes]])
+    safe, _, _, flags = _render(nb, rendered_chars=200_000)
+    assert safe.cells[0].source.startswith('<div><h1>Title') and "<b>2</b>" in safe.cells[1].outputs[0].data["text/html"]
+    rendered = {n for n, cell in zip(sizes, safe.cells[2:]) if "not shown as it was written" not in cell.source}
+    assert rendered == {1000, 2000, 3000, 4000, 5000, 6000}  # ~9 + 18 + ... + 54 = ~189 kB fit in 200 kB; with 63 kB more, not
+    assert sum(len(c.source) for n, c in zip(sizes, safe.cells[2:]) if n in rendered) <= 200_000
+    standins = {len(c.source) for n, c in zip(sizes, safe.cells[2:]) if n not in rendered}
+    assert len(standins) == 1 and standins.pop() < len(paragraphs(7000))  # each cut alike, never written whole
+    cut = sorted(i + 3 for i, n in enumerate(sizes) if n not in rendered)
+    assert flags == [f"shown as plain text in the autograded notebook, cells {', '.join(map(str, cut))}: made safe, the "
+                     "notebook's cells would hold more than 200000 characters to render (Limits.rendered_chars)"]
+
+
+@given(sizes=st.lists(st.integers(0, 3000), min_size=1, max_size=12), budget=st.integers(0, 40_000))
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_the_rendered_cells_fit_the_budget_and_are_the_smallest(sizes: list[int], budget: int) -> None:
+    nb = v4.new_notebook(cells=[v4.new_markdown_cell(paragraphs(n)) for n in sizes])
+    safe, _, _, flags = _render(nb, rendered_chars=budget)
+    kept = [n for n, cell in zip(sizes, safe.cells) if "not shown as it was written" not in cell.source]
+    assert sum(len(c.source) for c, n in zip(safe.cells, sizes) if n in kept) <= budget or not kept
+    assert all(n <= min(set(sizes) - set(kept), default=n) for n in kept)  # every cell kept is no larger than one cut
+    assert bool(flags) == (len(kept) < len(sizes))
 
 
 # ---------------------------------------------------------------- a batch: the bounds hold, classmates never notice
@@ -299,7 +335,7 @@ def test_the_batch_ends_flags_each_hostile_notebook_and_grades_classmates_as_alo
 def test_a_helper_left_part_way_through_a_job_is_never_given_another() -> None:
     slow = v4.new_notebook(cells=[*honest_cells(), *[v4.new_markdown_cell("*_" * 20_000 + str(i)) for i in range(20)]])
     with bounded.HELPERS.helper() as helper:
-        replies = helper.call("render", slow, 2048, 60.0)
+        replies = helper.call("render", (slow, Limits().rendered_chars), 2048, 60.0)
         assert next(replies)[0] == "cells"  # the caller stops here (an interrupt): the rest of the job stays unread
     assert not helper.alive and helper not in bounded.HELPERS.idle
     assert _render(v4.new_notebook(cells=honest_cells()))[3] == []  # the next job gets a helper of its own

@@ -254,7 +254,7 @@ def render(nb: NotebookNode, limits: Limits) -> tuple[bytes, str, list[str]]:
     data = digest = None
     try:
         with HELPERS.helper() as helper:
-            for reply in helper.call("render", nb, limits.helper_memory_mb, limits.render_timeout):
+            for reply in helper.call("render", (nb, limits.rendered_chars), limits.helper_memory_mb, limits.render_timeout):
                 if reply[0] == "cells":
                     for i, cell, problem in reply[1]:
                         done[i] = cell
@@ -392,28 +392,48 @@ def _size(cell: Any) -> int:
     return size
 
 
-def _render_job(nb: NotebookNode) -> Iterator[tuple[Any, ...]]:
-    """Each cell made safe, smallest first (so that a slow one costs the fewest others), then the notebook's file. The
-    cells made safe are sent every FLUSH seconds, so that what was done before a deadline is kept; a render done
-    within FLUSH (the usual one) sends only its file."""
+def _render_job(payload: tuple[NotebookNode, int]) -> Iterator[tuple[Any, ...]]:
+    """Each cell made safe, smallest first (so that a slow one costs the fewest others), then the notebook's file. Made
+    safe, the cells hold at most `budget` characters to render (`_size`): the cell that would pass it, and every larger
+    one after it, is shown as plain text. The cells made safe are sent every FLUSH seconds, so that what was done before
+    a deadline is kept; a render done within FLUSH (the usual one) sends only its file."""
+    from nbformat import NotebookNode
+
     from ..pages.safe_html import safe_cell, safe_metadata, standin_cell
 
+    nb, budget = payload
     batch: list[tuple[int, Any, str]] = []
     problems: dict[int, str] = {}
+    shown = 0
+    past = ""  # why the cells left are plain text, once the budget is spent
     sent = time.monotonic()
     for i in sorted(range(len(nb.cells)), key=lambda i: _size(nb.cells[i])):
         cell = nb.cells[i]
         if batch and _size(cell) > SLOW_CELL:  # what is done is sent before a cell that may be slow
             yield "cells", batch
             batch, sent = [], time.monotonic()
+        if past:
+            nb.cells[i] = standin_cell(cell, i, past)
+            batch.append((i, nb.cells[i], problems.setdefault(i, past)))
+            continue
+        written = NotebookNode(cell)  # (safe_cell replaces the cell's fields, never changes what they held)
         try:
-            batch.append((i, safe_cell(cell, i), ""))
+            safe = safe_cell(cell, i)
         except MemoryError:
             raise
         except Exception as exc:  # nested too deep for nh3, a renderer's own limit (RecursionError): plain text
             why = problems[i] = (f"it could not be made safe to show "
                                  f"({exc if isinstance(exc, ValueError) else type(exc).__name__})")
             batch.append((i, standin_cell(cell, i, why), why))
+        else:
+            shown += _size(safe)
+            if shown > budget:
+                past = problems[i] = (f"made safe, the notebook's cells would hold more than {budget} characters to "
+                                      f"render (Limits.rendered_chars)")
+                nb.cells[i] = standin_cell(written, i, past)
+                batch.append((i, nb.cells[i], past))
+            else:
+                batch.append((i, safe, ""))
         if time.monotonic() - sent > FLUSH:
             yield "cells", batch
             batch, sent = [], time.monotonic()
@@ -452,8 +472,8 @@ def zygote(fd: int) -> None:
     from ..pages import safe_html  # noqa: F401  (imported here once, for every helper forked)
     from . import sanitize  # noqa: F401  (imported here once, for every helper forked)
 
-    list(_render_job(v4.new_notebook(cells=[v4.new_markdown_cell("*warm* `x`"), v4.new_code_cell(
-        "1", outputs=[v4.new_output("execute_result", {"text/html": "<b>1</b>"}, execution_count=1)])])))
+    list(_render_job((v4.new_notebook(cells=[v4.new_markdown_cell("*warm* `x`"), v4.new_code_cell(
+        "1", outputs=[v4.new_output("execute_result", {"text/html": "<b>1</b>"}, execution_count=1)])]), 10**6)))
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps the helpers
     control = socket.socket(fileno=fd)
     while True:
