@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from traitlets import TraitError
+
 from . import __version__, checks, notebook, probes, report
 from .checks import NOT_IMPLEMENTED, Check, CheckResult, run_checks
 from .checks.messages import hint_level
@@ -380,4 +382,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("autograder: interrupted", file=sys.stderr)
         return 130
+    except TraitError as exc:  # a value of the wrong kind in the config, found when a command reads its settings
+        print(f"autograder: error: a setting in the config is not valid: {one_line(exc)}", file=sys.stderr)
+        return 2
     return 2  # pragma: no cover - every command returns above

@@ -65,7 +65,7 @@ class Limits(Configurable):
                            "plain text and the notebook is flagged (its scores stand).").tag(config=True)
     helper_memory_mb = Int(2048, help="Address-space cap of the helper process that reads and renders a notebook, in "
                            "MiB.").tag(config=True)
-    rendered_chars = Int(10_000_000, help="Characters of markdown, HTML and SVG one autograded notebook may hold once "
+    rendered_chars = Int(10_000_000, min=0, help="Characters of markdown, HTML and SVG one autograded notebook may hold once "
                          "made safe to show (markdown cells, raw cells, rich outputs; rendering can make them several "
                          "times longer than written), counted cell by cell, smallest first; the cells past it are shown "
                          "as plain text, cut, and the notebook is flagged (its scores stand).").tag(config=True)

@@ -109,6 +109,14 @@ def test_missing_config_file_exits_2_with_one_line():
     assert "config file not found" in one_clean_line(p.stderr)
 
 
+def test_a_setting_of_the_wrong_kind_stops_check_in_one_line(tmp_path):
+    config = tmp_path / "nbgrader_config.py"
+    config.write_text("c.Tolerance.rtol = 'tight'\n")
+    p = run("check", str(ENGINES / "reference.py"), "--config", str(config))
+    assert p.returncode == 2 and p.stdout == ""
+    assert "a setting in the config is not valid: The 'rtol' trait" in one_clean_line(p.stderr)
+
+
 def test_names_the_file_lacks_are_failed_not_implemented_checks(tmp_path):
     src = (ENGINES / "reference.py").read_text().split("class Neuron:")[0]
     path = tmp_path / "engine_only.py"
@@ -286,6 +294,23 @@ def test_a_refused_grade_in_a_real_course_leaves_no_lock(tmp_path):
                        env=support.env(), timeout=300)
     assert p.returncode == 2 and "no submissions" in one_clean_line(p.stderr)
     assert set(course.iterdir()) == before  # no .autograder.lock, no secret, no journal
+
+
+@pytest.mark.parametrize("setting, says", [("c.Limits.rendered_chars = -1", "rendered_chars"),
+                                           ("c.Limits.render_timeout = 'soon'", "render_timeout"),
+                                           ("c.Tolerance.rtol = 'tight'", "rtol")])
+def test_a_setting_of_the_wrong_kind_refuses_the_grade_in_one_line_and_leaves_nothing_behind(tmp_path, setting, says):
+    import support
+
+    course = support.make_course(tmp_path / "course")
+    config = course / "nbgrader_config.py"
+    config.write_text(config.read_text() + f"\n{setting}\n")
+    before = {path: path.stat().st_mtime_ns for path in course.rglob("*")}
+    p = subprocess.run([sys.executable, "-m", "autograder", "grade", support.ASSIGNMENT, "--course", str(course),
+                        "--config", str(config)], capture_output=True, text=True, cwd=tmp_path, env=support.env(), timeout=300)
+    line = one_clean_line(p.stderr)
+    assert p.returncode == 2 and "a setting in the config is not valid" in line and says in line, line
+    assert {path: path.stat().st_mtime_ns for path in course.rglob("*")} == before
 
 
 def test_the_command_line_of_python_m_autograder_is_read_by_clis_one_parser_alone():
