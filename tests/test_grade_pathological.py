@@ -244,6 +244,7 @@ def test_cells_past_the_rendered_budget_are_plain_text_smallest_rendered_first(o
     rendered = {n for n, cell in zip(sizes, safe.cells[2:]) if "not shown as it was written" not in cell.source}
     assert rendered == {1000, 2000, 3000, 4000, 5000, 6000}  # ~9 + 18 + ... + 54 = ~189 kB fit in 200 kB; with 63 kB more, not
     assert sum(len(c.source) for n, c in zip(sizes, safe.cells[2:]) if n in rendered) <= 200_000
+    assert all(len(c.source) >= 3 * len(paragraphs(n)) for n, c in zip(sizes, safe.cells[2:]) if n in rendered)  # (grown)
     standins = {len(c.source) for n, c in zip(sizes, safe.cells[2:]) if n not in rendered}
     assert len(standins) == 1 and standins.pop() < len(paragraphs(7000))  # each cut alike, never written whole
     cut = sorted(i + 3 for i, n in enumerate(sizes) if n not in rendered)
