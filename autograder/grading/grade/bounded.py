@@ -412,28 +412,26 @@ def _render_job(payload: tuple[NotebookNode, int]) -> Iterator[tuple[Any, ...]]:
         if batch and _size(cell) > SLOW_CELL:  # what is done is sent before a cell that may be slow
             yield "cells", batch
             batch, sent = [], time.monotonic()
-        if past:
-            nb.cells[i] = standin_cell(cell, i, past)
-            batch.append((i, nb.cells[i], problems.setdefault(i, past)))
-            continue
-        written = NotebookNode(cell)  # (safe_cell replaces the cell's fields, never changes what they held)
-        try:
-            safe = safe_cell(cell, i)
-        except MemoryError:
-            raise
-        except Exception as exc:  # nested too deep for nh3, a renderer's own limit (RecursionError): plain text
-            why = problems[i] = (f"it could not be made safe to show "
-                                 f"({exc if isinstance(exc, ValueError) else type(exc).__name__})")
-            batch.append((i, standin_cell(cell, i, why), why))
-        else:
-            shown += _size(safe)
-            if shown > budget:
-                past = problems[i] = (f"made safe, the notebook's cells would hold more than {budget} characters to "
-                                      f"render (Limits.rendered_chars)")
-                nb.cells[i] = standin_cell(written, i, past)
-                batch.append((i, nb.cells[i], past))
+        why = past
+        if not why:
+            written = NotebookNode(cell)  # (safe_cell replaces the cell's fields, never changes what they held)
+            try:
+                cell = safe_cell(cell, i)
+            except MemoryError:
+                raise
+            except Exception as exc:  # nested too deep for nh3, a renderer's own limit (RecursionError): plain text
+                why = f"it could not be made safe to show ({exc if isinstance(exc, ValueError) else type(exc).__name__})"
             else:
-                batch.append((i, safe, ""))
+                shown += _size(cell)
+                if shown > budget:
+                    why = past = (f"made safe, the notebook's cells would hold more than {budget} characters to render "
+                                  f"(Limits.rendered_chars)")
+            if why:
+                cell = written
+        if why:
+            nb.cells[i] = cell = standin_cell(cell, i, why)
+            problems[i] = why
+        batch.append((i, cell, why))
         if time.monotonic() - sent > FLUSH:
             yield "cells", batch
             batch, sent = [], time.monotonic()
@@ -472,8 +470,9 @@ def zygote(fd: int) -> None:
     from ..pages import safe_html  # noqa: F401  (imported here once, for every helper forked)
     from . import sanitize  # noqa: F401  (imported here once, for every helper forked)
 
-    list(_render_job((v4.new_notebook(cells=[v4.new_markdown_cell("*warm* `x`"), v4.new_code_cell(
-        "1", outputs=[v4.new_output("execute_result", {"text/html": "<b>1</b>"}, execution_count=1)])]), 10**6)))
+    warm = v4.new_notebook(cells=[v4.new_markdown_cell("*warm* `x`"), v4.new_code_cell(
+        "1", outputs=[v4.new_output("execute_result", {"text/html": "<b>1</b>"}, execution_count=1)])])
+    list(_render_job((warm, 10**6)))  # (a budget two tiny cells never reach)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps the helpers
     control = socket.socket(fileno=fd)
     while True:
