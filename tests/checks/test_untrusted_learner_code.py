@@ -254,3 +254,34 @@ def backward(self):
 Value.backward = backward
 '''
     assert "did not finish within 0.3 s" in failure("backward_through_add", patch)
+
+
+def test_an_alarm_set_before_a_check_still_rings_after_it() -> None:
+    # (a test runner's deadline, pytest-timeout's among them, or a notebook's own alarm: a check may not cancel it)
+    import signal
+    import time
+
+    rang: list[float] = []
+
+    def rings() -> bool:
+        end = time.monotonic() + 10
+        while not rang and time.monotonic() < end:
+            time.sleep(0.01)
+        return len(rang) == 1
+
+    previous = signal.signal(signal.SIGALRM, lambda *_: rang.append(time.monotonic()))
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.6)
+        with time_limit(5):
+            time.sleep(0.2)
+        left, _ = signal.getitimer(signal.ITIMER_REAL)
+        assert rang or 0 < left <= 0.4, left  # still set, less the time the check took
+        assert rings()
+        rang.clear()
+        signal.setitimer(signal.ITIMER_REAL, 0.1)
+        with time_limit(5):  # an alarm that comes due during a check rings as the check ends
+            time.sleep(0.3)
+        assert rings()
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
