@@ -1,5 +1,6 @@
 """The loader runs a file's definitions, records (never raises) what went wrong, and skips non-definition cells."""
 
+import subprocess
 import sys
 
 import nbformat
@@ -59,6 +60,18 @@ def test_a_looping_cell_hits_the_cell_time_limit(tmp_path):
     path = notebook(tmp_path, nbformat.v4.new_code_cell("while True:\n    pass"), nbformat.v4.new_code_cell("done = 1"))
     loaded = load(path, cell_timeout=0.2)
     assert loaded.namespace["done"] == 1 and "did not finish within 0.2 s" in loaded.problems[0]
+
+
+def test_a_cell_that_loops_after_a_check_of_its_own_still_hits_the_cell_time_limit(tmp_path):
+    # the check's time limit nests in the cell's and used to cancel it: `python -m autograder check` then never ended
+    path = notebook(tmp_path, nbformat.v4.new_code_cell(
+        "from autograder.probes.safe import time_limit\nwith time_limit(5):  # what check() does\n    pass\nwhile True:\n    pass"),
+        nbformat.v4.new_code_cell("done = 1"))
+    code = (f"from autograder.loader import load\nloaded = load({str(path)!r}, cell_timeout=0.2)\n"
+            "print(loaded.namespace['done'], loaded.problems)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)  # (in a process of
+    assert done.returncode == 0, done.stderr  # its own: without the cell's limit the loop would never end)
+    assert done.stdout.startswith("1 ") and "cell 1: " in done.stdout and "did not finish within 0.2 s" in done.stdout
 
 
 def test_learner_output_while_loading_is_swallowed(tmp_path, capsys):
