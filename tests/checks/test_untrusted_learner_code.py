@@ -1,6 +1,8 @@
 """Raising, looping, lying or exiting learner code gives a failed check with a clear message: never a crash or a pass."""
 
+import signal
 import sys
+import time
 
 import pytest
 from conftest import ENGINES
@@ -258,9 +260,6 @@ Value.backward = backward
 
 def test_an_alarm_set_before_a_check_still_rings_after_it() -> None:
     # (a test runner's deadline, pytest-timeout's among them, or a notebook's own alarm: a check may not cancel it)
-    import signal
-    import time
-
     rang: list[float] = []
 
     def rings() -> bool:
