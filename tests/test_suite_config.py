@@ -1,4 +1,5 @@
-"""The suite's own settings (pyproject.toml): a test that hangs fails, named, and the rest of the run goes on."""
+"""The suite's own settings (pyproject.toml): a test that hangs fails, named, and the rest of the run goes on; the
+suite's timeout is above every limit a test gives its own subprocesses."""
 
 from __future__ import annotations
 
